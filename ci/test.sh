@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The README's test command: builds everything from a fresh clone and runs
+# every test tier that fits CI's time budget.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+need() {
+  command -v "$1" >/dev/null 2>&1 || {
+    echo "ci/test.sh: '$1' not found on PATH; $2" >&2
+    exit 1
+  }
+}
+
+need cargo "install Rust (https://rustup.rs) — the machine image normally has it"
+
+step "Rust: build and test the workspace (profile ci)"
+t0=$SECONDS
+cargo test --workspace --profile ci --locked
+echo "rust tests took $((SECONDS - t0)) s"
+
+# --- Java / Flink tiers -----------------------------------------------------
+if [ -f pom.xml ]; then
+  need mvn "install Maven (apt-get install maven)"
+  step "Java: build and test the Maven modules"
+  t0=$SECONDS
+  mvn -B -ntp verify
+  echo "maven build and tests took $((SECONDS - t0)) s"
+fi

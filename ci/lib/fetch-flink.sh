@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Fetch (once) and cache an Apache Flink distribution, print its FLINK_HOME.
+#
+# The distribution comes from PyPI: the wheels apache-flink and
+# apache-flink-libraries carry bin/, conf/, lib/, opt/ and plugins/ inside the
+# pyflink/ package folder, which works as FLINK_HOME with Java 17.
+# Cache: $FRAGSTATE_CACHE/flink-$FLINK_VERSION/pyflink (default .cache/ in the repo).
+set -euo pipefail
+# shellcheck source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+dest="$FRAGSTATE_CACHE/flink-$FLINK_VERSION"
+home="$dest/pyflink"
+if [ -x "$home/bin/jobmanager.sh" ] && [ -f "$dest/.complete" ]; then
+  echo "$home"
+  exit 0
+fi
+
+need_cmd python3 "needed to download and unpack the Flink wheels"
+python3 -m pip --version >/dev/null 2>&1 || die "python3 -m pip is not available (needed to download Flink $FLINK_VERSION from PyPI)"
+
+mkdir -p "$FRAGSTATE_CACHE" || die "cannot create the cache directory $FRAGSTATE_CACHE"
+tmp="$(mktemp -d "$FRAGSTATE_CACHE/.flink-dl.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+log "downloading Flink $FLINK_VERSION from PyPI (apache-flink, apache-flink-libraries) into $tmp"
+for pkg in "apache-flink==$FLINK_VERSION" "apache-flink-libraries==$FLINK_VERSION"; do
+  if ! python3 -m pip download --no-deps --disable-pip-version-check -q -d "$tmp/wheels" "$pkg" >"$tmp/pip.log" 2>&1; then
+    cat "$tmp/pip.log" >&2
+    die "could not fetch the Flink distribution package '$pkg' from PyPI (pip download failed; is PyPI reachable?)"
+  fi
+done
+
+mkdir -p "$tmp/unpacked"
+for f in "$tmp"/wheels/*; do
+  case "$f" in
+    *.whl) python3 -m zipfile -e "$f" "$tmp/unpacked" ;;
+    *.tar.gz) tar -xzf "$f" -C "$tmp/unpacked" ;;
+    *) die "unexpected file from PyPI: $f" ;;
+  esac
+done
+# An sdist unpacks into <name>-<version>/pyflink; a wheel straight into pyflink/.
+found=""
+for cand in "$tmp/unpacked/pyflink" "$tmp"/unpacked/*/pyflink; do
+  [ -x "$cand/bin/jobmanager.sh" ] || [ -f "$cand/bin/jobmanager.sh" ] || continue
+  found="$cand"
+done
+[ -n "$found" ] || die "the Flink $FLINK_VERSION packages from PyPI contain no pyflink/bin/jobmanager.sh"
+if [ "$found" != "$tmp/unpacked/pyflink" ]; then
+  # merge (libraries sdist + main wheel)
+  cp -a "$tmp"/unpacked/*/pyflink/. "$tmp/unpacked/pyflink/" 2>/dev/null || true
+  found="$tmp/unpacked/pyflink"
+fi
+ls "$found"/lib/flink-dist*.jar >/dev/null 2>&1 || die "the Flink $FLINK_VERSION packages from PyPI contain no lib/flink-dist*.jar"
+chmod +x "$found"/bin/*
+rm -rf "$dest"
+mkdir -p "$dest"
+mv "$found" "$home"
+touch "$dest/.complete"
+log "Flink $FLINK_VERSION cached at $home"
+echo "$home"

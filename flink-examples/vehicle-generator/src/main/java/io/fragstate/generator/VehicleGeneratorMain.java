@@ -1,0 +1,105 @@
+package io.fragstate.generator;
+
+import io.fragstate.traffic.CliArgs;
+import io.fragstate.traffic.VehicleRegistry;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Command line of the vehicle generator.
+ *
+ * <pre>
+ * java -jar vehicle-generator-all.jar produce  [--brokers localhost:9092] [--topic traffic-monitoring-events]
+ *          [--partitions 4] [--speedup 1] [--progress-interval-s 5] [--registry-out registry.csv] SIMULATION
+ * java -jar vehicle-generator-all.jar expected [--out expected.jsonl] SIMULATION
+ * java -jar vehicle-generator-all.jar registry [--out registry.csv] SIMULATION
+ *
+ * SIMULATION = [--seed 42] [--scale 0.1] [--duration-s 120] [--start-epoch-ms 1700000000000]
+ *              [--graph berlin-mitte.json] [--profile tm_6h_100K_max.csv]
+ * </pre>
+ *
+ * {@code expected} prints (or writes) the reference computation: the exact notifications the
+ * Traffic Monitoring job emits for the events {@code produce} sends with the same SIMULATION.
+ */
+public final class VehicleGeneratorMain {
+    private static final Set<String> SIMULATION = Set.of("seed", "scale", "duration-s", "start-epoch-ms", "graph", "profile");
+
+    private VehicleGeneratorMain() {}
+
+    public static void main(String[] args) {
+        try {
+            System.exit(run(args, System.out, System.err));
+        } catch (IllegalArgumentException | IllegalStateException | java.io.UncheckedIOException e) {
+            System.err.println("vehicle-generator: " + e.getMessage());
+            System.exit(2);
+        } catch (Exception e) {
+            System.err.println("vehicle-generator: " + e);
+            System.exit(1);
+        }
+    }
+
+    static int run(String[] args, PrintStream out, PrintStream err) throws Exception {
+        if (args.length == 0 || args[0].startsWith("-")) {
+            err.println("usage: vehicle-generator produce|expected|registry [options]  (see the class documentation)");
+            return 2;
+        }
+        String cmd = args[0];
+        String[] rest = java.util.Arrays.copyOfRange(args, 1, args.length);
+        Set<String> known = new HashSet<>(SIMULATION);
+        switch (cmd) {
+            case "produce": {
+                known.addAll(Set.of("brokers", "topic", "partitions", "speedup", "progress-interval-s", "registry-out"));
+                CliArgs a = CliArgs.parse(rest, known, Set.of());
+                GeneratorConfig config = GeneratorConfig.fromArgs(a);
+                if (a.has("registry-out")) {
+                    writeRegistry(TrafficSimulator.registryFor(config), Path.of(a.get("registry-out", "")));
+                }
+                KafkaEventProducer producer = new KafkaEventProducer(a.get("brokers", "localhost:9092"),
+                        a.get("topic", "traffic-monitoring-events"), a.getInt("partitions", 4),
+                        a.getDouble("speedup", 1.0), a.getDouble("progress-interval-s", 5.0), err);
+                producer.run(config);
+                return 0;
+            }
+            case "expected": {
+                known.add("out");
+                CliArgs a = CliArgs.parse(rest, known, Set.of());
+                List<String> expected = ReferenceModel.expectedNotifications(GeneratorConfig.fromArgs(a));
+                if (a.has("out")) {
+                    Files.write(Path.of(a.get("out", "")), expected, StandardCharsets.UTF_8);
+                    err.println("vehicle-generator: " + expected.size() + " expected notifications written to " + a.get("out", ""));
+                } else {
+                    expected.forEach(out::println);
+                }
+                return 0;
+            }
+            case "registry": {
+                known.add("out");
+                CliArgs a = CliArgs.parse(rest, known, Set.of());
+                VehicleRegistry r = TrafficSimulator.registryFor(GeneratorConfig.fromArgs(a));
+                if (a.has("out")) {
+                    writeRegistry(r, Path.of(a.get("out", "")));
+                } else {
+                    Writer w = new java.io.OutputStreamWriter(out, StandardCharsets.UTF_8);
+                    r.write(w);
+                }
+                return 0;
+            }
+            default:
+                err.println("unknown command '" + cmd + "': use produce, expected or registry");
+                return 2;
+        }
+    }
+
+    public static void writeRegistry(VehicleRegistry r, Path file) throws IOException {
+        try (Writer w = Files.newBufferedWriter(file, StandardCharsets.UTF_8)) {
+            r.write(w);
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! The client side of fragstate: create, open, stat, list, delete and repair
+//! objects over any [`Transport`]. One `Client` serves a whole process (the
+//! JNI layer keeps one per JVM); it is cheap to clone.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures::future::join_all;
+use serde::Serialize;
+use tokio::sync::Semaphore;
+
+use crate::error::{Error, Result};
+use crate::format::{Manifest, ObjectSummary};
+use crate::params::CodingParams;
+use crate::placement::PlacementPolicy;
+use crate::reader::ObjectReader;
+use crate::transport::{DeleteStats, DeleteTarget, NodeId, Transport};
+use crate::writer::ObjectWriter;
+
+/// How a client writes and reads. Every field has a sensible default.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// Coding parameters of new objects.
+    pub params: CodingParams,
+    /// Stripes a reader fetches ahead of the one being read (1 to 64).
+    pub read_ahead: usize,
+    /// Cells asked for beyond the `k` needed, at once (0 to m).
+    pub hedge: usize,
+    /// After this long without `k` good cells, a stripe read asks every other holder too.
+    pub hedge_delay: Duration,
+    /// A cell request that has not answered by then counts as failed.
+    pub request_timeout: Duration,
+    /// Cell requests in flight per client; shared fairly (FIFO) by all readers.
+    pub max_inflight_requests: usize,
+    /// A node that must not hold fragments (the writer's own node).
+    pub exclude_node: Option<NodeId>,
+    pub placement: PlacementPolicy,
+    /// Recorded in manifests: who wrote the object.
+    pub writer_id: String,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            params: CodingParams::default(),
+            read_ahead: 4,
+            hedge: 1,
+            hedge_delay: Duration::from_millis(100),
+            request_timeout: Duration::from_secs(30),
+            max_inflight_requests: 64,
+            exclude_node: None,
+            placement: PlacementPolicy::default(),
+            writer_id: format!("pid-{}", std::process::id()),
+        }
+    }
+}
+
+impl ClientConfig {
+    pub fn validate(&self) -> Result<()> {
+        self.params.validate()?;
+        if !(1..=64).contains(&self.read_ahead) {
+            return Err(Error::invalid("read-ahead", self.read_ahead, "1 ≤ read-ahead ≤ 64 stripes"));
+        }
+        if self.hedge > self.params.m() {
+            return Err(Error::invalid("hedge", self.hedge, format!("0 ≤ hedge ≤ m = {}", self.params.m())));
+        }
+        if self.max_inflight_requests == 0 {
+            return Err(Error::invalid("max in-flight requests", 0, "≥ 1"));
+        }
+        Ok(())
+    }
+}
+
+/// Counters of one client since it started.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub objects_written: AtomicU64,
+    pub bytes_written: AtomicU64,
+    pub objects_opened: AtomicU64,
+    pub bytes_read: AtomicU64,
+    pub cells_fetched: AtomicU64,
+    pub bytes_fetched: AtomicU64,
+    pub stripes_reconstructed: AtomicU64,
+    pub corrupt_cells: AtomicU64,
+    pub failed_requests: AtomicU64,
+    pub fragments_replaced: AtomicU64,
+    pub fragments_repaired: AtomicU64,
+}
+
+/// A snapshot of [`Counters`], serializable to JSON for metrics.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ClientStats {
+    pub objects_written: u64,
+    pub bytes_written: u64,
+    pub objects_opened: u64,
+    pub bytes_read: u64,
+    pub cells_fetched: u64,
+    pub bytes_fetched: u64,
+    /// Stripes that needed parity (a data cell was missing, corrupt or slow).
+    pub stripes_reconstructed: u64,
+    pub corrupt_cells: u64,
+    pub failed_requests: u64,
+    /// Fragments moved to another node during a write (a holder failed or was full).
+    pub fragments_replaced: u64,
+    pub fragments_repaired: u64,
+}
+
+pub(crate) fn bump(c: &AtomicU64, by: u64) {
+    c.fetch_add(by, Ordering::Relaxed);
+}
+
+pub(crate) struct Ctx {
+    pub transport: Arc<dyn Transport>,
+    pub cfg: ClientConfig,
+    pub requests: Semaphore,
+    pub counters: Counters,
+}
+
+pub(crate) fn now_unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+#[derive(Clone)]
+pub struct Client {
+    ctx: Arc<Ctx>,
+}
+
+impl Client {
+    pub fn new(transport: Arc<dyn Transport>, cfg: ClientConfig) -> Result<Self> {
+        cfg.validate()?;
+        let requests = Semaphore::new(cfg.max_inflight_requests);
+        Ok(Client { ctx: Arc::new(Ctx { transport, cfg, requests, counters: Counters::default() }) })
+    }
+
+    pub fn config(&self) -> &ClientConfig {
+        &self.ctx.cfg
+    }
+
+    pub fn transport(&self) -> &Arc<dyn Transport> {
+        &self.ctx.transport
+    }
+
+    /// Starts writing `path` with the client's coding parameters.
+    pub async fn create(&self, path: &str, overwrite: bool) -> Result<ObjectWriter> {
+        self.create_with(path, self.ctx.cfg.params, overwrite).await
+    }
+
+    /// Starts writing `path`. Without `overwrite`, an existing object is an
+    /// error; with it, the old object stays readable until the new one commits.
+    pub async fn create_with(&self, path: &str, params: CodingParams, overwrite: bool) -> Result<ObjectWriter> {
+        params.validate()?;
+        if !overwrite && self.find_manifest(path).await?.is_some() {
+            return Err(Error::AlreadyExists { path: path.to_string() });
+        }
+        ObjectWriter::start(self.ctx.clone(), path, params, overwrite).await
+    }
+
+    pub async fn open(&self, path: &str) -> Result<ObjectReader> {
+        let manifest = self.find_manifest(path).await?.ok_or_else(|| Error::NotFound { path: path.to_string() })?;
+        bump(&self.ctx.counters.objects_opened, 1);
+        ObjectReader::new(self.ctx.clone(), manifest)
+    }
+
+    /// The newest manifest of `path` held by any live node.
+    pub async fn find_manifest(&self, path: &str) -> Result<Option<Arc<Manifest>>> {
+        let live = self.ctx.transport.live_nodes();
+        let answers = join_all(live.iter().map(|n| self.ctx.transport.get_manifest(&n.id, path))).await;
+        let mut best: Option<Arc<Manifest>> = None;
+        let mut failures = 0;
+        for a in answers {
+            match a {
+                Ok(Some(m)) if best.as_ref().is_none_or(|b| m.version_key() > b.version_key()) => best = Some(m),
+                Ok(_) => {}
+                Err(e) => {
+                    failures += 1;
+                    tracing::debug!(path, error = %e, "manifest lookup failed on one node");
+                }
+            }
+        }
+        if best.is_none() && failures > 0 && failures == live.len() {
+            return Err(Error::NodeUnavailable {
+                node: NodeId::from("*"),
+                reason: format!("no live node answered the manifest lookup of {path}"),
+            });
+        }
+        Ok(best)
+    }
+
+    pub async fn stat(&self, path: &str) -> Result<Option<ObjectSummary>> {
+        Ok(self.find_manifest(path).await?.map(|m| m.summary()))
+    }
+
+    /// Committed objects under `prefix` (a plain string prefix), newest version of each path.
+    pub async fn list(&self, prefix: &str) -> Result<Vec<ObjectSummary>> {
+        let live = self.ctx.transport.live_nodes();
+        let answers = join_all(live.iter().map(|n| self.ctx.transport.list(&n.id, prefix))).await;
+        let mut by_path: BTreeMap<String, ObjectSummary> = BTreeMap::new();
+        for a in answers {
+            match a {
+                Ok(v) => {
+                    for s in v {
+                        let newer = by_path.get(&s.path).is_none_or(|o| (s.created_unix_ms, s.write_id) > (o.created_unix_ms, o.write_id));
+                        if newer {
+                            by_path.insert(s.path.clone(), s);
+                        }
+                    }
+                }
+                Err(e) => tracing::debug!(prefix, error = %e, "list failed on one node"),
+            }
+        }
+        Ok(by_path.into_values().collect())
+    }
+
+    /// Deletes `path` and, with `recursive`, everything under `path/`, on every live node.
+    pub async fn delete(&self, path: &str, recursive: bool) -> Result<DeleteStats> {
+        let mut targets = vec![DeleteTarget::Path(path.to_string())];
+        if recursive {
+            let dir = if path.ends_with('/') { path.to_string() } else { format!("{path}/") };
+            targets.push(DeleteTarget::Prefix(dir));
+        }
+        let mut total = DeleteStats::default();
+        for t in &targets {
+            total += self.broadcast_delete(t).await?;
+        }
+        Ok(total)
+    }
+
+    pub(crate) async fn broadcast_delete(&self, target: &DeleteTarget) -> Result<DeleteStats> {
+        broadcast_delete(&self.ctx, target).await
+    }
+
+    /// Rebuilds every fragment of `path` whose holder is not live onto a new
+    /// node, and publishes the new holders. Returns the fragments rebuilt.
+    pub async fn repair(&self, path: &str) -> Result<usize> {
+        let manifest = self.find_manifest(path).await?.ok_or_else(|| Error::NotFound { path: path.to_string() })?;
+        crate::repair::repair_object(&self.ctx, manifest).await
+    }
+
+    pub fn stats(&self) -> ClientStats {
+        let c = &self.ctx.counters;
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        ClientStats {
+            objects_written: g(&c.objects_written),
+            bytes_written: g(&c.bytes_written),
+            objects_opened: g(&c.objects_opened),
+            bytes_read: g(&c.bytes_read),
+            cells_fetched: g(&c.cells_fetched),
+            bytes_fetched: g(&c.bytes_fetched),
+            stripes_reconstructed: g(&c.stripes_reconstructed),
+            corrupt_cells: g(&c.corrupt_cells),
+            failed_requests: g(&c.failed_requests),
+            fragments_replaced: g(&c.fragments_replaced),
+            fragments_repaired: g(&c.fragments_repaired),
+        }
+    }
+}
+
+/// Sends a delete to every live node; fails only if no node took it.
+pub(crate) async fn broadcast_delete(ctx: &Ctx, target: &DeleteTarget) -> Result<DeleteStats> {
+    let live = ctx.transport.live_nodes();
+    let answers = join_all(live.iter().map(|n| ctx.transport.delete(&n.id, target))).await;
+    let mut total = DeleteStats::default();
+    let mut last_err = None;
+    let mut ok = 0;
+    for a in answers {
+        match a {
+            Ok(s) => {
+                ok += 1;
+                total += s;
+            }
+            Err(e) => {
+                tracing::warn!(?target, error = %e, "delete failed on one node");
+                last_err = Some(e);
+            }
+        }
+    }
+    match last_err {
+        Some(e) if ok == 0 => Err(e),
+        _ => Ok(total),
+    }
+}

@@ -1,0 +1,268 @@
+//! The stripe codec: one stripe of object bytes in, `k + m` checksummed cells
+//! out, and back. Pure computation, no I/O.
+//!
+//! Layout of an encoded stripe: the payload (the stripe's object bytes, or
+//! their zstd frame when that is smaller) is cut into `k` data cells of
+//! `ceil(len / k)` bytes, the last one zero padded, followed by `m` parity
+//! cells of the same length. The encoder works in place in one buffer of
+//! `(k + m) × cell_len` bytes and hands out the cells as zero-copy slices of
+//! it, so the only full passes over the data are the Reed–Solomon math and
+//! the checksums.
+
+use bytes::{Bytes, BytesMut};
+use reed_solomon_erasure::galois_8::ReedSolomon;
+
+use crate::error::{Error, Result};
+use crate::format::StripeInfo;
+use crate::params::{CodingParams, Compression};
+
+/// A stripe after encoding: what the writer sends and records.
+pub struct EncodedStripe {
+    pub info: StripeInfo,
+    /// `k + m` cells, fragment order.
+    pub cells: Vec<Bytes>,
+}
+
+pub struct StripeCodec {
+    params: CodingParams,
+    /// `None` when `m = 0` (the library needs at least one parity shard).
+    rs: Option<ReedSolomon>,
+}
+
+impl StripeCodec {
+    pub fn new(params: CodingParams) -> Result<Self> {
+        params.validate()?;
+        let rs = if params.m() > 0 {
+            Some(ReedSolomon::new(params.k(), params.m()).map_err(|e| {
+                Error::invalid("fragment counts", format!("k={} m={}", params.k(), params.m()), format!("accepted by Reed–Solomon ({e:?})"))
+            })?)
+        } else {
+            None
+        };
+        Ok(StripeCodec { params, rs })
+    }
+
+    pub fn params(&self) -> &CodingParams {
+        &self.params
+    }
+
+    /// Capacity a stripe buffer needs so that [`encode`](Self::encode) never reallocates.
+    pub fn buffer_capacity(&self) -> usize {
+        self.params.fragments() * self.params.cell_size()
+    }
+
+    /// Encodes one stripe. `stripe` holds the stripe's object bytes (1 to
+    /// `k × cell_size`); its spare capacity is reused for the parity cells.
+    pub fn encode(&self, mut stripe: BytesMut) -> EncodedStripe {
+        let k = self.params.k();
+        let n = self.params.fragments();
+        assert!(
+            !stripe.is_empty() && stripe.len() as u64 <= self.params.stripe_data_len(),
+            "stripe length {} outside 1..={}",
+            stripe.len(),
+            self.params.stripe_data_len()
+        );
+        let mut compressed = false;
+        if let Compression::Zstd { level } = self.params.compression() {
+            // Compression only replaces the payload when it saves space, so a
+            // compressed stripe never needs more than the stripe's cells.
+            if let Ok(frame) = zstd::bulk::compress(&stripe, level) {
+                if frame.len() < stripe.len() {
+                    let mut buf = BytesMut::with_capacity(self.buffer_capacity());
+                    buf.extend_from_slice(&frame);
+                    stripe = buf;
+                    compressed = true;
+                }
+            }
+        }
+        let stored_len = stripe.len();
+        let cell_len = stored_len.div_ceil(k);
+        stripe.resize(n * cell_len, 0);
+        if let Some(rs) = &self.rs {
+            let (data, parity) = stripe.split_at_mut(k * cell_len);
+            let data: Vec<&[u8]> = data.chunks(cell_len).collect();
+            let mut parity: Vec<&mut [u8]> = parity.chunks_mut(cell_len).collect();
+            rs.encode_sep(&data, &mut parity).expect("shard counts and lengths are consistent");
+        }
+        let all = stripe.freeze();
+        let cells: Vec<Bytes> = (0..n).map(|i| all.slice(i * cell_len..(i + 1) * cell_len)).collect();
+        let cell_crcs = cells.iter().map(|c| crc32c::crc32c(c)).collect();
+        EncodedStripe {
+            info: StripeInfo { stored_len: stored_len as u32, compressed, cell_crcs },
+            cells,
+        }
+    }
+
+    /// True when `cell` is cell `index` of the stripe described by `info`.
+    pub fn cell_is_valid(&self, info: &StripeInfo, index: usize, cell: &[u8]) -> bool {
+        cell.len() == info.cell_len(self.params.k()) && info.cell_crcs.get(index) == Some(&crc32c::crc32c(cell))
+    }
+
+    /// Rebuilds the stripe's object bytes from at least `k` verified cells
+    /// (`cells[i]` is cell `i` or `None`). `logical_len` is the number of
+    /// object bytes in the stripe.
+    pub fn decode(&self, what: &str, stripe: u32, info: &StripeInfo, logical_len: usize, cells: &[Option<Bytes>]) -> Result<Bytes> {
+        let k = self.params.k();
+        let cell_len = info.cell_len(k);
+        let stored = info.stored_len as usize;
+        let payload = if cells[..k].iter().all(Option::is_some) {
+            if k == 1 {
+                cells[0].clone().unwrap().slice(..stored)
+            } else {
+                let mut buf = BytesMut::with_capacity(k * cell_len);
+                for c in &cells[..k] {
+                    buf.extend_from_slice(c.as_ref().unwrap());
+                }
+                buf.truncate(stored);
+                buf.freeze()
+            }
+        } else {
+            let mut shards = self.reconstruct(what, stripe, info, cells, false)?;
+            shards.truncate(stored);
+            shards.freeze()
+        };
+        if !info.compressed {
+            return Ok(payload);
+        }
+        let out = zstd::bulk::decompress(&payload, logical_len)
+            .map_err(|e| Error::format(format!("{what} stripe {stripe}"), format!("zstd payload does not decompress: {e}")))?;
+        if out.len() != logical_len {
+            return Err(Error::format(
+                format!("{what} stripe {stripe}"),
+                format!("decompressed to {} bytes, expected {logical_len}", out.len()),
+            ));
+        }
+        Ok(Bytes::from(out))
+    }
+
+    /// Recomputes every cell of a stripe from at least `k` verified cells;
+    /// used to rebuild a lost fragment. Returns all `k + m` cells.
+    pub fn rebuild_cells(&self, what: &str, stripe: u32, info: &StripeInfo, cells: &[Option<Bytes>]) -> Result<Vec<Bytes>> {
+        let cell_len = info.cell_len(self.params.k());
+        let all = self.reconstruct(what, stripe, info, cells, true)?.freeze();
+        Ok((0..self.params.fragments()).map(|i| all.slice(i * cell_len..(i + 1) * cell_len)).collect())
+    }
+
+    /// Copies the present cells into one `(k + m) × cell_len` buffer and fills
+    /// in the missing data cells (and, with `parity`, the missing parity cells).
+    fn reconstruct(&self, what: &str, stripe: u32, info: &StripeInfo, cells: &[Option<Bytes>], parity: bool) -> Result<BytesMut> {
+        let k = self.params.k();
+        let n = self.params.fragments();
+        let cell_len = info.cell_len(k);
+        let present = cells.iter().filter(|c| c.is_some()).count();
+        if present < k {
+            let missing = (0..n).filter(|&i| cells[i].is_none()).collect();
+            return Err(Error::StripeUnrecoverable { path: what.to_string(), stripe, k, good: present, missing, corrupt: vec![] });
+        }
+        let mut buf = BytesMut::zeroed(n * cell_len);
+        for (i, c) in cells.iter().enumerate() {
+            if let Some(c) = c {
+                buf[i * cell_len..(i + 1) * cell_len].copy_from_slice(c);
+            }
+        }
+        if let Some(rs) = &self.rs {
+            if present < n {
+                let mut shards: Vec<(&mut [u8], bool)> =
+                    buf.chunks_mut(cell_len).zip(cells).map(|(s, c)| (s, c.is_some())).collect();
+                let result = if parity { rs.reconstruct(&mut shards) } else { rs.reconstruct_data(&mut shards) };
+                result.map_err(|e| Error::format(format!("{what} stripe {stripe}"), format!("reconstruction failed: {e:?}")))?;
+            }
+        }
+        Ok(buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn params(k: usize, m: usize, compression: Compression) -> CodingParams {
+        CodingParams::new(k, m, 4096, compression).unwrap()
+    }
+
+    fn data(len: usize, seed: u8) -> Vec<u8> {
+        (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 9) as u8).collect()
+    }
+
+    fn encode(codec: &StripeCodec, bytes: &[u8]) -> EncodedStripe {
+        let mut buf = BytesMut::with_capacity(codec.buffer_capacity());
+        buf.extend_from_slice(bytes);
+        codec.encode(buf)
+    }
+
+    #[test]
+    fn checksums_cover_every_cell() {
+        let codec = StripeCodec::new(params(4, 2, Compression::None)).unwrap();
+        let enc = encode(&codec, &data(10_000, 1));
+        assert_eq!(enc.cells.len(), 6);
+        assert_eq!(enc.info.cell_len(4), 2500);
+        for (i, c) in enc.cells.iter().enumerate() {
+            assert!(codec.cell_is_valid(&enc.info, i, c));
+            let mut bad = c.to_vec();
+            bad[17] ^= 1;
+            assert!(!codec.cell_is_valid(&enc.info, i, &bad));
+            assert!(!codec.cell_is_valid(&enc.info, (i + 1) % 6, c) || enc.info.cell_crcs[i] == enc.info.cell_crcs[(i + 1) % 6]);
+        }
+    }
+
+    #[test]
+    fn compression_applies_only_when_smaller() {
+        let codec = StripeCodec::new(params(4, 2, Compression::Zstd { level: 1 })).unwrap();
+        let zeros = encode(&codec, &vec![0u8; 16384]);
+        assert!(zeros.info.compressed && zeros.info.stored_len < 1000);
+        let cells: Vec<Option<Bytes>> = zeros.cells.into_iter().map(Some).collect();
+        assert_eq!(codec.decode("t", 0, &zeros.info, 16384, &cells).unwrap(), vec![0u8; 16384]);
+        // Incompressible bytes are stored as they are.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let noise: Vec<u8> = (0..16384)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect();
+        let enc = encode(&codec, &noise);
+        assert!(!enc.info.compressed);
+    }
+
+    #[test]
+    fn too_few_cells_name_the_missing_fragments() {
+        let codec = StripeCodec::new(params(3, 2, Compression::None)).unwrap();
+        let enc = encode(&codec, &data(5000, 2));
+        let mut cells: Vec<Option<Bytes>> = enc.cells.into_iter().map(Some).collect();
+        cells[0] = None;
+        cells[2] = None;
+        cells[4] = None;
+        let e = codec.decode("obj", 9, &enc.info, 5000, &cells).unwrap_err().to_string();
+        assert!(e.contains("obj: stripe 9") && e.contains("missing fragments [0, 2, 4]"), "{e}");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn any_k_cells_decode(k in 1usize..8, m in 0usize..5, len in 1usize..20000, lost_seed in any::<u64>(), zstd in any::<bool>()) {
+            let compression = if zstd { Compression::Zstd { level: 3 } } else { Compression::None };
+            let codec = StripeCodec::new(params(k, m, compression)).unwrap();
+            let len = len.min(k * 4096);
+            let bytes = data(len, lost_seed as u8);
+            let enc = encode(&codec, &bytes);
+            // Drop m cells chosen by the seed.
+            let mut order: Vec<usize> = (0..k + m).collect();
+            let mut s = lost_seed;
+            for i in (1..order.len()).rev() {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                order.swap(i, (s >> 33) as usize % (i + 1));
+            }
+            let mut cells: Vec<Option<Bytes>> = enc.cells.iter().cloned().map(Some).collect();
+            for &i in &order[..m] {
+                cells[i] = None;
+            }
+            let out = codec.decode("p", 0, &enc.info, len, &cells).unwrap();
+            prop_assert_eq!(&out[..], &bytes[..]);
+            let rebuilt = codec.rebuild_cells("p", 0, &enc.info, &cells).unwrap();
+            prop_assert_eq!(rebuilt, enc.cells);
+        }
+    }
+}

@@ -20,6 +20,7 @@ import java.util.Set;
  *          [--partitions 4] [--speedup 1] [--progress-interval-s 5] [--registry-out registry.csv] SIMULATION
  * java -jar vehicle-generator-all.jar expected [--out expected.jsonl] SIMULATION
  * java -jar vehicle-generator-all.jar registry [--out registry.csv] SIMULATION
+ * java -jar vehicle-generator-all.jar create-topic [--brokers ...] --topic T [--partitions 4]
  *
  * SIMULATION = [--seed 42] [--scale 0.1] [--duration-s 120] [--start-epoch-ms 1700000000000]
  *              [--graph berlin-mitte.json] [--profile tm_6h_100K_max.csv]
@@ -47,7 +48,7 @@ public final class VehicleGeneratorMain {
 
     static int run(String[] args, PrintStream out, PrintStream err) throws Exception {
         if (args.length == 0 || args[0].startsWith("-")) {
-            err.println("usage: vehicle-generator produce|expected|registry [options]  (see the class documentation)");
+            err.println("usage: vehicle-generator produce|expected|registry|create-topic [options]  (see the class documentation)");
             return 2;
         }
         String cmd = args[0];
@@ -91,8 +92,17 @@ public final class VehicleGeneratorMain {
                 }
                 return 0;
             }
+            case "create-topic": {
+                CliArgs a = CliArgs.parse(rest, Set.of("brokers", "topic", "partitions"), Set.of());
+                if (!a.has("topic")) {
+                    throw new IllegalArgumentException("create-topic needs --topic");
+                }
+                new KafkaEventProducer(a.get("brokers", "localhost:9092"), a.get("topic", ""), a.getInt("partitions", 4),
+                        1.0, 5.0, err).ensureTopic();
+                return 0;
+            }
             default:
-                err.println("unknown command '" + cmd + "': use produce, expected or registry");
+                err.println("unknown command '" + cmd + "': use produce, expected, registry or create-topic");
                 return 2;
         }
     }

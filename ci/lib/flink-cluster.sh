@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# A Flink standalone cluster on loopback from the cached distribution (ci/lib/fetch-flink.sh):
+# one JobManager and N TaskManagers, each its own JVM, started with Flink's own
+# bin/jobmanager.sh and bin/taskmanager.sh like a user would.
+#
+#   flink-cluster.sh prepare RUN_DIR [EXTRA_CONFIG] [LIB_JAR...]
+#       Lays out RUN_DIR/home, a per-run FLINK_HOME: bin/ copied, lib/ = links to the
+#       distribution's jars plus LIB_JARs (the drop-in place of a plugin jar such as fragstate),
+#       conf/config.yaml = the base settings below with every key of EXTRA_CONFIG (a file of
+#       flat `key: value` lines) replacing the base one. Ports are chosen here.
+#   flink-cluster.sh start RUN_DIR NUM_TMS   JobManager + NUM_TMS TaskManagers (ids tm-1..tm-N), waits for REST and registration
+#   flink-cluster.sh start-tm RUN_DIR ID     one more TaskManager with resource id ID
+#   flink-cluster.sh stop RUN_DIR            every JVM of this run: TERM, then KILL; waits until gone
+#   flink-cluster.sh pid RUN_DIR NAME        pid of NAME (jobmanager, tm-1, ...)
+#   flink-cluster.sh rest-url RUN_DIR        http://127.0.0.1:PORT
+#
+# Base settings: hashmap state backend with file:// checkpoints in RUN_DIR/checkpoints
+# (plain Flink, scenario h), fast failure detection (heartbeat 1 s / 5 s), fixed-delay restarts,
+# slots spread evenly, small memory (JM 1 GiB, TM 1 GiB with 2 slots) to fit 2 cores / 24 GiB.
+set -euo pipefail
+# shellcheck source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+usage() { die "usage: flink-cluster.sh prepare RUN_DIR [EXTRA_CONFIG] [LIB_JAR...] | start RUN_DIR NUM_TMS | start-tm RUN_DIR ID | stop RUN_DIR | pid RUN_DIR NAME | rest-url RUN_DIR"; }
+cmd="${1:-}"
+run="${2:-}"
+[ -n "$cmd" ] && [ -n "$run" ] || usage
+
+home_env() {
+  [ -d "$run/home/bin" ] || die "$run/home is not prepared (run: flink-cluster.sh prepare $run)"
+  run="$(cd "$run" && pwd)"
+  export FLINK_HOME="$run/home"
+  export FLINK_CONF_DIR="$run/home/conf"
+  export FLINK_LOG_DIR="$run/log"
+  export FLINK_PID_DIR="$run/pids"
+  mkdir -p "$FLINK_LOG_DIR" "$FLINK_PID_DIR"
+}
+
+prepare() {
+  local extra="${1:-}"
+  shift || true
+  local dist rest_port rpc_port jar key
+  dist="$("$(dirname "${BASH_SOURCE[0]}")/fetch-flink.sh")"
+  mkdir -p "$run"
+  run="$(cd "$run" && pwd)"
+  rm -rf "$run/home"
+  mkdir -p "$run/home/lib" "$run/home/conf" "$run/checkpoints" "$run/savepoints" "$run/log" "$run/pids"
+  cp -R "$dist/bin" "$run/home/bin"
+  for jar in "$dist"/lib/*.jar; do ln -s "$jar" "$run/home/lib/"; done
+  for jar in "$@"; do
+    [ -f "$jar" ] || die "jar to put into Flink's lib/ not found: $jar"
+    cp "$jar" "$run/home/lib/"
+  done
+  ln -s "$dist/opt" "$run/home/opt"
+  ln -s "$dist/plugins" "$run/home/plugins"
+  cp "$dist"/conf/log4j*.properties "$run/home/conf/"
+  rest_port="$(free_port)"
+  rpc_port="$(free_port)"
+  cat >"$run/base-config.yaml" <<YAML
+jobmanager.rpc.address: localhost
+jobmanager.rpc.port: $rpc_port
+jobmanager.bind-host: localhost
+jobmanager.memory.process.size: 1024m
+taskmanager.bind-host: localhost
+taskmanager.host: localhost
+taskmanager.numberOfTaskSlots: 2
+taskmanager.memory.process.size: 1024m
+taskmanager.load-balance.mode: SLOTS
+rest.address: localhost
+rest.bind-address: localhost
+rest.port: $rest_port
+parallelism.default: 4
+heartbeat.interval: 1000
+heartbeat.timeout: 5000
+restart-strategy.type: fixed-delay
+restart-strategy.fixed-delay.attempts: 1000
+restart-strategy.fixed-delay.delay: 1 s
+state.backend.type: hashmap
+execution.checkpointing.storage: filesystem
+execution.checkpointing.dir: file://$run/checkpoints
+execution.checkpointing.savepoint-dir: file://$run/savepoints
+execution.checkpointing.num-retained: 2
+env.java.opts.all: -XX:+UseG1GC -XX:TieredStopAtLevel=1 -XX:CICompilerCount=2
+YAML
+  : >"$run/home/conf/config.yaml"
+  if [ -n "$extra" ]; then
+    [ -f "$extra" ] || die "extra Flink config file not found: $extra"
+    # base lines whose key the extra file sets are dropped, then the extra lines follow
+    local keys
+    keys="$(grep -E '^[A-Za-z0-9_.-]+:' "$extra" | cut -d: -f1 | sort -u || true)"
+    while IFS= read -r line; do
+      key="${line%%:*}"
+      if [ -n "$keys" ] && grep -qxF "$key" <<<"$keys"; then continue; fi
+      printf '%s\n' "$line" >>"$run/home/conf/config.yaml"
+    done <"$run/base-config.yaml"
+    { echo "# --- scenario settings ($extra)"; cat "$extra"; } >>"$run/home/conf/config.yaml"
+  else
+    cp "$run/base-config.yaml" "$run/home/conf/config.yaml"
+  fi
+  grep -E '^rest.port:' "$run/home/conf/config.yaml" | awk '{print $2}' >"$run/rest.port"
+  grep -E '^jobmanager.rpc.port:' "$run/home/conf/config.yaml" | awk '{print $2}' >"$run/rpc.port"
+  log "Flink home for this run: $run/home (REST port $(cat "$run/rest.port"))"
+}
+
+# last pid appended to Flink's pid file for DAEMON
+last_pid() {
+  tail -n 1 "$FLINK_PID_DIR/flink-$USER_IDENT-$1.pid" 2>/dev/null || true
+}
+
+USER_IDENT="${FLINK_IDENT_STRING:-${USER:-$(id -un)}}"
+export FLINK_IDENT_STRING="$USER_IDENT"
+export USER="${USER:-$USER_IDENT}"
+
+rest_url() { echo "http://127.0.0.1:$(cat "$run/rest.port")"; }
+
+start_tm() {
+  local id="$1" pid
+  "$FLINK_HOME/bin/taskmanager.sh" start -D "taskmanager.resource-id=$id" >>"$run/log/start.log" 2>&1 \
+    || die "bin/taskmanager.sh start for $id failed (see $run/log/start.log)"
+  pid="$(last_pid taskexecutor)"
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || die "TaskManager $id did not start (see $run/log)"
+  echo "$pid" >"$run/pids/$id.pid"
+  log "TaskManager $id started (pid $pid)"
+}
+
+registered_tms() {
+  curl -fsS "$(rest_url)/taskmanagers" 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["taskmanagers"]))' 2>/dev/null || echo 0
+}
+
+start() {
+  local n="$1" i pid port
+  [ -n "$n" ] || usage
+  home_env
+  port="$(cat "$run/rest.port")"
+  port_open "$port" && die "port $port is already in use; cannot start the JobManager's REST endpoint there"
+  "$FLINK_HOME/bin/jobmanager.sh" start >>"$run/log/start.log" 2>&1 || die "bin/jobmanager.sh start failed (see $run/log/start.log)"
+  pid="$(last_pid standalonesession)"
+  [ -n "$pid" ] || die "JobManager did not start (see $run/log)"
+  echo "$pid" >"$run/pids/jobmanager.pid"
+  log "JobManager started (pid $pid), waiting for REST on port $port"
+  for ((i = 1; i <= n; i++)); do start_tm "tm-$i"; done
+  wait_port "$port" 120 "JobManager REST endpoint (logs: $run/log)" "$pid"
+  for ((i = 0; i < 600; i++)); do
+    [ "$(registered_tms)" -ge "$n" ] && break
+    sleep 0.2
+  done
+  [ "$(registered_tms)" -ge "$n" ] || die "only $(registered_tms) of $n TaskManagers registered within 120 s (see $run/log)"
+  log "Flink cluster up: $(rest_url) with $n TaskManagers"
+}
+
+stop() {
+  [ -d "$run/pids" ] || return 0
+  local f pid name
+  for f in "$run"/pids/*.pid; do
+    [ -e "$f" ] || continue
+    name="$(basename "$f" .pid)"
+    case "$name" in flink-*) ;; *)
+      pid="$(cat "$f")"
+      [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true ;;
+    esac
+  done
+  # Flink's own pid files list the same processes; catch any not recorded above
+  for f in "$run"/pids/flink-*.pid; do
+    [ -e "$f" ] || continue
+    while read -r pid; do
+      [ -n "$pid" ] && stop_pid "$pid" "Flink process" 20
+    done <"$f"
+  done
+  for f in "$run"/pids/*.pid; do
+    [ -e "$f" ] || continue
+    case "$(basename "$f")" in flink-*) continue ;; esac
+    pid="$(cat "$f")"
+    [ -n "$pid" ] && stop_pid "$pid" "Flink $(basename "$f" .pid)" 20
+  done
+  rm -f "$run"/pids/*.pid
+  if [ -f "$run/rest.port" ] && port_open "$(cat "$run/rest.port")"; then
+    log "WARNING: REST port $(cat "$run/rest.port") still open after stop"
+  fi
+}
+
+case "$cmd" in
+  prepare) shift 2; prepare "$@" ;;
+  start) start "${3:-}" ;;
+  start-tm) home_env; [ -n "${3:-}" ] || usage; start_tm "$3" ;;
+  stop) stop ;;
+  pid) [ -n "${3:-}" ] || usage; cat "$run/pids/$3.pid" ;;
+  rest-url) rest_url ;;
+  *) usage ;;
+esac

@@ -56,11 +56,16 @@ prepare() {
   cp "$dist"/conf/log4j*.properties "$run/home/conf/"
   rest_port="$(free_port)"
   rpc_port="$(free_port)"
+  # the distribution's JVM module flags (--add-opens ...) are needed by Flink 2.x on Java 17
+  local opens
+  opens="$(grep -E '^[[:space:]]+all: --add-' "$dist/conf/config.yaml" | head -n 1 | sed -E 's/^[[:space:]]+all: //')"
+  [ -n "$opens" ] || die "could not read env.java.opts.all (--add-opens flags) from $dist/conf/config.yaml"
   cat >"$run/base-config.yaml" <<YAML
 jobmanager.rpc.address: localhost
 jobmanager.rpc.port: $rpc_port
 jobmanager.bind-host: localhost
 jobmanager.memory.process.size: 1024m
+jobmanager.execution.failover-strategy: region
 taskmanager.bind-host: localhost
 taskmanager.host: localhost
 taskmanager.numberOfTaskSlots: 2
@@ -80,7 +85,7 @@ execution.checkpointing.storage: filesystem
 execution.checkpointing.dir: file://$run/checkpoints
 execution.checkpointing.savepoint-dir: file://$run/savepoints
 execution.checkpointing.num-retained: 2
-env.java.opts.all: -XX:+UseG1GC -XX:TieredStopAtLevel=1 -XX:CICompilerCount=2
+env.java.opts.all: $opens -XX:+UseG1GC -XX:TieredStopAtLevel=1
 YAML
   : >"$run/home/conf/config.yaml"
   if [ -n "$extra" ]; then

@@ -47,6 +47,8 @@ transaction.state.log.num.partitions=4
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
+# events carry simulated timestamps (often years old): no time-based deletion
+log.retention.ms=-1
 PROPS
   cat >"$run/log4j2.properties" <<'L4J'
 rootLogger.level = WARN

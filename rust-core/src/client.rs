@@ -118,6 +118,14 @@ pub(crate) struct Ctx {
     pub counters: Counters,
 }
 
+/// Runs one request to `node`, failing it after the configured request timeout.
+pub(crate) async fn timed<T>(ctx: &Ctx, node: &NodeId, request: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    match tokio::time::timeout(ctx.cfg.request_timeout, request).await {
+        Ok(r) => r,
+        Err(_) => Err(Error::Timeout { node: node.clone(), millis: ctx.cfg.request_timeout.as_millis() as u64 }),
+    }
+}
+
 pub(crate) fn now_unix_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
@@ -151,10 +159,14 @@ impl Client {
     /// error; with it, the old object stays readable until the new one commits.
     pub async fn create_with(&self, path: &str, params: CodingParams, overwrite: bool) -> Result<ObjectWriter> {
         params.validate()?;
-        if !overwrite && self.find_manifest(path).await?.is_some() {
+        let existing = self.find_manifest(path).await?;
+        if !overwrite && existing.is_some() {
             return Err(Error::AlreadyExists { path: path.to_string() });
         }
-        ObjectWriter::start(self.ctx.clone(), path, params, overwrite).await
+        // The new version must order after the one it replaces, even within
+        // one millisecond or with a clock that went back.
+        let created = existing.map_or(0, |m| m.created_unix_ms + 1).max(now_unix_ms());
+        ObjectWriter::start(self.ctx.clone(), path, params, overwrite, created).await
     }
 
     pub async fn open(&self, path: &str) -> Result<ObjectReader> {
@@ -166,7 +178,7 @@ impl Client {
     /// The newest manifest of `path` held by any live node.
     pub async fn find_manifest(&self, path: &str) -> Result<Option<Arc<Manifest>>> {
         let live = self.ctx.transport.live_nodes();
-        let answers = join_all(live.iter().map(|n| self.ctx.transport.get_manifest(&n.id, path))).await;
+        let answers = join_all(live.iter().map(|n| timed(&self.ctx, &n.id, self.ctx.transport.get_manifest(&n.id, path)))).await;
         let mut best: Option<Arc<Manifest>> = None;
         let mut failures = 0;
         for a in answers {
@@ -195,7 +207,7 @@ impl Client {
     /// Committed objects under `prefix` (a plain string prefix), newest version of each path.
     pub async fn list(&self, prefix: &str) -> Result<Vec<ObjectSummary>> {
         let live = self.ctx.transport.live_nodes();
-        let answers = join_all(live.iter().map(|n| self.ctx.transport.list(&n.id, prefix))).await;
+        let answers = join_all(live.iter().map(|n| timed(&self.ctx, &n.id, self.ctx.transport.list(&n.id, prefix)))).await;
         let mut by_path: BTreeMap<String, ObjectSummary> = BTreeMap::new();
         for a in answers {
             match a {
@@ -260,7 +272,7 @@ impl Client {
 /// Sends a delete to every live node; fails only if no node took it.
 pub(crate) async fn broadcast_delete(ctx: &Ctx, target: &DeleteTarget) -> Result<DeleteStats> {
     let live = ctx.transport.live_nodes();
-    let answers = join_all(live.iter().map(|n| ctx.transport.delete(&n.id, target))).await;
+    let answers = join_all(live.iter().map(|n| timed(ctx, &n.id, ctx.transport.delete(&n.id, target)))).await;
     let mut total = DeleteStats::default();
     let mut last_err = None;
     let mut ok = 0;

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::task::JoinHandle;
 
-use crate::client::{bump, Ctx};
+use crate::client::{bump, timed, Ctx};
 use crate::codec::StripeCodec;
 use crate::error::{Error, Result};
 use crate::format::{FragmentKey, Manifest, StripeInfo, WriteId};
@@ -67,8 +67,7 @@ impl FragmentSet<'_> {
             let key = self.key(i);
             async move {
                 let _permit = ctx.requests.acquire().await.expect("the request semaphore is never closed");
-                let r = tokio::time::timeout(ctx.cfg.request_timeout, ctx.transport.get_cell(&node, &key, stripe)).await;
-                let r = r.unwrap_or_else(|_| Err(Error::Timeout { node: node.clone(), millis: ctx.cfg.request_timeout.as_millis() as u64 }));
+                let r = timed(ctx, &node, ctx.transport.get_cell(&node, &key, stripe)).await;
                 (i, node, r)
             }
         };

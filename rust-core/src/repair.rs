@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use futures::future::join_all;
 
 use crate::client::{bump, Ctx};
@@ -56,14 +57,16 @@ impl Fragments<'_> {
     }
 
     /// Opens fragment `index` on a new node and streams into it every cell of
-    /// the stripes recorded so far, each rebuilt from `k` other fragments.
-    /// Tries further nodes while the chosen one fails. Returns the new holder
-    /// and its open sink (not yet finished: the writer keeps appending).
+    /// the stripes recorded so far, each rebuilt from `k` other fragments,
+    /// then `next_cell` (the writer's stripe in flight: stripe, crc, cell) if
+    /// given. Tries further nodes while the chosen one fails. Returns the new
+    /// holder and its open sink (not yet finished: the writer keeps appending).
     pub async fn rebuild_onto_new_node(
         &self,
         ctx: &Ctx,
         index: usize,
         avoid: &mut HashSet<NodeId>,
+        next_cell: Option<(u32, u32, Bytes)>,
     ) -> Result<(NodeId, Box<dyn FragmentSink>)> {
         let sources = FragmentSet { path: self.path, write_id: self.write_id, holders: self.holders, codec: self.codec };
         loop {
@@ -78,6 +81,9 @@ impl Fragments<'_> {
                         return Err(Error::format(format!("{} stripe {s}", self.path), format!("rebuilt cell {index} does not match its checksum")));
                     }
                     sink.put_cell(s as u32, info.cell_crcs[index], cell).await?;
+                }
+                if let Some((stripe, crc, cell)) = next_cell.clone() {
+                    sink.put_cell(stripe, crc, cell).await?;
                 }
                 Ok(sink)
             };
@@ -134,7 +140,7 @@ async fn replace_finished_fragment(
             holders,
             stripes: &manifest.stripes,
         };
-        let (node, mut sink) = frags.rebuild_onto_new_node(ctx, index, avoid).await?;
+        let (node, mut sink) = frags.rebuild_onto_new_node(ctx, index, avoid, None).await?;
         match sink.finish().await {
             Ok(()) => {
                 tracing::info!(path = %path, fragment = index, from = %holders[index], to = %node, "fragment rebuilt on a new node");

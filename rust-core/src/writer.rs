@@ -11,7 +11,7 @@ use std::time::Instant;
 use bytes::BytesMut;
 use futures::future::join_all;
 
-use crate::client::{bump, broadcast_delete, now_unix_ms, Ctx};
+use crate::client::{bump, broadcast_delete, Ctx};
 use crate::codec::{EncodedStripe, StripeCodec};
 use crate::error::{Error, Result};
 use crate::format::{Manifest, StripeInfo, WriteId};
@@ -39,7 +39,7 @@ pub struct ObjectWriter {
 }
 
 impl ObjectWriter {
-    pub(crate) async fn start(ctx: Arc<Ctx>, path: &str, params: CodingParams, overwrite: bool) -> Result<Self> {
+    pub(crate) async fn start(ctx: Arc<Ctx>, path: &str, params: CodingParams, overwrite: bool, created_unix_ms: u64) -> Result<Self> {
         let codec = StripeCodec::new(params)?;
         let live = ctx.transport.live_nodes();
         let avoid: HashSet<NodeId> = ctx.cfg.exclude_node.iter().cloned().collect();
@@ -51,7 +51,7 @@ impl ObjectWriter {
             ctx,
             path: Arc::from(path),
             write_id: uuid::Uuid::new_v4().as_u128(),
-            created_unix_ms: now_unix_ms(),
+            created_unix_ms,
             buf: BytesMut::with_capacity(codec.buffer_capacity()),
             codec,
             overwrite,
@@ -155,8 +155,8 @@ impl ObjectWriter {
                 }
                 tracing::warn!(path = %self.path, fragment = i, stripe = s, node = %self.holders[i], error = %e, "holder failed during write, re-placing its fragment");
                 // Rebuild stripes 0..s on a new node, then send stripe s from memory.
-                let (node, mut sink) = self.rebuild_upto(i, s as usize).await?;
-                sink.put_cell(s, enc.info.cell_crcs[i], enc.cells[i].clone()).await?;
+                let next = (s, enc.info.cell_crcs[i], enc.cells[i].clone());
+                let (node, sink) = self.rebuild_upto(i, s as usize, Some(next)).await?;
                 self.holders[i] = node;
                 self.sinks[i] = sink;
             }
@@ -168,14 +168,14 @@ impl ObjectWriter {
     /// recorded so far.
     async fn rebuild(&mut self, index: usize) -> Result<(NodeId, Box<dyn FragmentSink>)> {
         let n = self.stripes.len();
-        self.rebuild_upto(index, n).await
+        self.rebuild_upto(index, n, None).await
     }
 
-    async fn rebuild_upto(&mut self, index: usize, stripes: usize) -> Result<(NodeId, Box<dyn FragmentSink>)> {
+    async fn rebuild_upto(&mut self, index: usize, stripes: usize, next_cell: Option<(u32, u32, bytes::Bytes)>) -> Result<(NodeId, Box<dyn FragmentSink>)> {
         self.failed.insert(self.holders[index].clone());
         let mut avoid = self.failed.clone();
         let frags = Fragments { stripes: &self.stripes[..stripes], ..self.fragments() };
-        let r = frags.rebuild_onto_new_node(&self.ctx, index, &mut avoid).await;
+        let r = frags.rebuild_onto_new_node(&self.ctx, index, &mut avoid, next_cell).await;
         self.failed.extend(avoid);
         let r = r?;
         bump(&self.ctx.counters.fragments_replaced, 1);

@@ -3,6 +3,7 @@ package io.fragstate.generator;
 import io.fragstate.traffic.VehicleEvent;
 import java.io.PrintStream;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -47,13 +48,18 @@ public final class KafkaEventProducer {
         this.progress = progress;
     }
 
-    /** Creates the topic with the configured partition count unless it exists. */
+    /**
+     * Creates the topic with the configured partition count unless it exists. Time-based retention
+     * is switched off on it: the events carry simulated timestamps (by default in November 2023),
+     * and a broker's default 7-day retention would delete them within a minute.
+     */
     public void ensureTopic() throws InterruptedException {
         Properties p = new Properties();
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
         try (Admin admin = Admin.create(p)) {
-            admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get(60, TimeUnit.SECONDS);
+            admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1).configs(Map.of("retention.ms", "-1"))))
+                    .all().get(60, TimeUnit.SECONDS);
         } catch (ExecutionException e) {
             if (!(e.getCause() instanceof TopicExistsException)) {
                 throw new IllegalStateException("cannot create topic " + topic + " on " + brokers + ": " + e.getCause(), e);

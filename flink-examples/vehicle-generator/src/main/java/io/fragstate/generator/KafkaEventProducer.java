@@ -8,6 +8,7 @@ import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.IntConsumer;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -70,6 +71,15 @@ public final class KafkaEventProducer {
     }
 
     public Stats run(GeneratorConfig config) throws InterruptedException {
+        return run(config, second -> { });
+    }
+
+    /**
+     * Sends the whole simulation.
+     *
+     * @param onSecond told the number of simulated seconds sent so far, after each second
+     */
+    public Stats run(GeneratorConfig config, IntConsumer onSecond) throws InterruptedException {
         ensureTopic();
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
@@ -102,6 +112,7 @@ public final class KafkaEventProducer {
                     });
                 }
                 sent += events.size();
+                onSecond.accept(second + 1);
                 if (failure.get() != null) {
                     throw new IllegalStateException("sending to " + topic + " failed: " + failure.get(), failure.get());
                 }

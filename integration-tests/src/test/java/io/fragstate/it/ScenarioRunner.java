@@ -1,0 +1,458 @@
+package io.fragstate.it;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import io.fragstate.generator.GeneratorConfig;
+import io.fragstate.generator.KafkaEventProducer;
+import io.fragstate.generator.ReferenceModel;
+import io.fragstate.generator.TrafficSimulator;
+import io.fragstate.generator.VehicleGeneratorMain;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
+
+/**
+ * Runs one {@link Scenario} end to end against real services: a KRaft Kafka broker
+ * ({@code ci/lib/kafka.sh}), a Flink standalone cluster of separate JVMs
+ * ({@code ci/lib/flink-cluster.sh}), the vehicle generator, the Traffic Monitoring job submitted
+ * with Flink's CLI, {@code kill -9} of TaskManagers that run stateful subtasks, and then the
+ * committed output ({@code isolation.level=read_committed}) compared exactly with the reference
+ * computation. Writes a results file under {@code integration-tests/results/}. Everything it
+ * started is stopped in {@link #close()}, which also runs from a shutdown hook.
+ */
+public final class ScenarioRunner implements AutoCloseable {
+    static final String INPUT_TOPIC = "traffic-monitoring-events";
+    static final String OUTPUT_TOPIC = "traffic-monitoring-notifications";
+    private static final DateTimeFormatter STAMP = DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss").withZone(ZoneOffset.UTC);
+    private static final Pattern JOB_ID = Pattern.compile("JobID ([0-9a-f]{32})");
+
+    private final Scenario scenario;
+    private final Path repo;
+    private final Path jobJar;
+    private final Path runDir;
+    private final Path kafkaDir;
+    private final Path flinkDir;
+    private final PrintStream log = System.out;
+    private final Thread shutdownHook;
+    private boolean kafkaStarted;
+    private boolean flinkStarted;
+    private String jobId;
+    private FlinkRest rest;
+
+    /** Outcome of a run. */
+    public static final class Result {
+        public String scenario;
+        public String description;
+        public String startedAt;
+        public Map<String, String> flinkConfig;
+        public Scenario.Simulation simulation;
+        public long inputEvents;
+        public int expectedNotifications;
+        public int committedNotifications;
+        public List<String> missing = new ArrayList<>();
+        public List<String> duplicatesOrUnexpected = new ArrayList<>();
+        public RecoveryTimeline timeline = new RecoveryTimeline();
+        public long completedCheckpoints;
+        public double wallSeconds;
+        public String runDir;
+
+        public boolean exactlyOnce() {
+            return missing.isEmpty() && duplicatesOrUnexpected.isEmpty() && expectedNotifications == committedNotifications;
+        }
+    }
+
+    public ScenarioRunner(Scenario scenario, Path repo, Path jobJar) {
+        this.scenario = scenario;
+        this.repo = repo.toAbsolutePath().normalize();
+        this.jobJar = jobJar.toAbsolutePath().normalize();
+        this.runDir = this.repo.resolve("integration-tests/target/it-runs")
+                .resolve(scenario.id() + "-" + STAMP.format(Instant.now()));
+        this.kafkaDir = runDir.resolve("kafka");
+        this.flinkDir = runDir.resolve("flink");
+        this.shutdownHook = new Thread(this::stopServices, "fragstate-it-teardown");
+        Runtime.getRuntime().addShutdownHook(shutdownHook);
+    }
+
+    public Result run() throws Exception {
+        long t0 = System.nanoTime();
+        Result result = new Result();
+        result.scenario = scenario.id();
+        result.description = scenario.description();
+        result.startedAt = Instant.now().toString();
+        result.flinkConfig = scenario.flinkConfig();
+        result.simulation = scenario.simulation();
+        result.runDir = runDir.toString();
+        if (!Files.isRegularFile(jobJar)) {
+            throw new IllegalStateException("job jar " + jobJar + " not found: build it first (mvn package)");
+        }
+        Files.createDirectories(runDir);
+        step("scenario " + scenario.id() + ": " + scenario.description() + " (run dir " + runDir + ")");
+
+        // expected output first: a pure computation from the generator parameters
+        Scenario.Simulation sim = scenario.simulation();
+        GeneratorConfig genConfig = GeneratorConfig.defaults(sim.seed(), sim.scale(), sim.durationSeconds());
+        List<String> expected = ReferenceModel.expectedNotifications(genConfig);
+        result.expectedNotifications = expected.size();
+        Path registry = runDir.resolve("vehicle-registry.csv");
+        VehicleGeneratorMain.writeRegistry(TrafficSimulator.registryFor(genConfig), registry);
+        Files.write(runDir.resolve("expected.jsonl"), expected, StandardCharsets.UTF_8);
+        step("reference computation: " + expected.size() + " notifications expected");
+
+        // Kafka
+        int kafkaPort = freePort();
+        Shell.bash(repo, Duration.ofMinutes(10), "ci/lib/kafka.sh", "start", kafkaDir.toString(), Integer.toString(kafkaPort));
+        kafkaStarted = true;
+        String brokers = "127.0.0.1:" + kafkaPort;
+        KafkaEventProducer producer = new KafkaEventProducer(brokers, INPUT_TOPIC, 4, sim.speedup(), 10, log);
+        producer.ensureTopic();
+        new KafkaEventProducer(brokers, OUTPUT_TOPIC, 2, 1, 10, log).ensureTopic();
+
+        // Flink
+        Path extraConfig = runDir.resolve("scenario-config.yaml");
+        StringBuilder yaml = new StringBuilder();
+        scenario.flinkConfig().forEach((k, v) -> yaml.append(k).append(": ").append(v).append('\n'));
+        Files.writeString(extraConfig, yaml.toString());
+        List<String> prepare = new ArrayList<>(List.of("prepare", flinkDir.toString(), extraConfig.toString()));
+        scenario.libJars().forEach(j -> prepare.add(j.toAbsolutePath().toString()));
+        Shell.bash(repo, Duration.ofMinutes(15), "ci/lib/flink-cluster.sh", prepare.toArray(String[]::new));
+        flinkStarted = true;
+        Shell.bash(repo, Duration.ofMinutes(5), "ci/lib/flink-cluster.sh", "start", flinkDir.toString(),
+                Integer.toString(scenario.taskManagers()));
+        rest = new FlinkRest(Shell.bash(repo, Duration.ofSeconds(30), "ci/lib/flink-cluster.sh", "rest-url",
+                flinkDir.toString()).strip());
+
+        // job, submitted like a user does
+        jobId = submitJob(brokers, registry);
+        waitFor("job " + jobId + " running", Duration.ofSeconds(120), () -> rest.allRunning(jobId));
+        step("job " + jobId + " running");
+
+        // generator in the background, output collector in this thread
+        AtomicInteger generatorSecond = new AtomicInteger();
+        CompletableFuture<KafkaEventProducer.Stats> generator = CompletableFuture.supplyAsync(() -> {
+            try {
+                return producer.run(genConfig, generatorSecond::set);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+            }
+        });
+
+        try (OutputCollector output = new OutputCollector(brokers, OUTPUT_TOPIC)) {
+            killAndRecover(result.timeline, generatorSecond, generator);
+            result.inputEvents = generator.get().events();
+            step("generator done: " + result.inputEvents + " events; waiting for " + expected.size() + " committed notifications");
+            long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+            while (output.count() < expected.size() && System.nanoTime() < deadline) {
+                output.poll(Duration.ofMillis(500));
+            }
+            // give a duplicate the chance to show up: two more checkpoints (= commits) and a final read
+            long target = rest.completedCheckpoints(jobId) + 2;
+            waitFor("two more checkpoints", Duration.ofSeconds(60), () -> {
+                output.poll(Duration.ofMillis(200));
+                return rest.completedCheckpoints(jobId) >= target;
+            });
+            output.drain(Duration.ofSeconds(3));
+            result.completedCheckpoints = rest.completedCheckpoints(jobId);
+            compare(expected, output.values(), result);
+        }
+        result.wallSeconds = (System.nanoTime() - t0) / 1e9;
+        writeResults(result);
+        return result;
+    }
+
+    private String submitJob(String brokers, Path registry) {
+        Map<String, String> env = new HashMap<>();
+        env.put("FLINK_CONF_DIR", flinkDir.resolve("home/conf").toString());
+        env.put("FLINK_LOG_DIR", flinkDir.resolve("log").toString());
+        List<String> cmd = List.of(flinkDir.resolve("home/bin/flink").toString(), "run", "-d",
+                jobJar.toString(),
+                "--brokers", brokers,
+                "--input-topic", INPUT_TOPIC, "--output-topic", OUTPUT_TOPIC,
+                "--parallelism", Integer.toString(scenario.parallelism()),
+                "--checkpoint-interval-ms", Long.toString(scenario.checkpointIntervalMs()),
+                "--vehicle-registry", registry.toUri().toString(),
+                "--transactional-id-prefix", "tm-" + scenario.id(),
+                "--transaction-timeout-ms", "300000");
+        String out = Shell.run(repo, env, Duration.ofMinutes(3), cmd);
+        Matcher m = JOB_ID.matcher(out);
+        if (!m.find()) {
+            throw new IllegalStateException("flink run printed no JobID:\n" + Shell.tail(out, 3000));
+        }
+        return m.group(1);
+    }
+
+    private void killAndRecover(RecoveryTimeline tl, AtomicInteger generatorSecond,
+            CompletableFuture<KafkaEventProducer.Stats> generator) throws Exception {
+        Scenario.KillPlan plan = scenario.kill();
+        waitFor(plan.minCompletedCheckpoints() + " completed checkpoints and generator second " + plan.minGeneratorSecond(),
+                Duration.ofSeconds(180), () -> {
+                    if (generator.isDone()) {
+                        generator.join(); // surfaces a generator failure
+                        throw new IllegalStateException("the generator finished before the kill: make the run longer");
+                    }
+                    return rest.completedCheckpoints(jobId) >= plan.minCompletedCheckpoints()
+                            && generatorSecond.get() >= plan.minGeneratorSecond();
+                });
+        if (plan.trigger() == Scenario.Trigger.DURING_CHECKPOINT) {
+            waitFor("a checkpoint in progress", Duration.ofSeconds(60),
+                    () -> rest.checkpoints(jobId).path("counts").path("in_progress").asInt() > 0);
+        }
+        String windowVertex = rest.vertexId(jobId, "window");
+        List<String> victims = new ArrayList<>(rest.taskManagersOf(jobId, windowVertex));
+        if (victims.size() < plan.taskManagers()) {
+            throw new IllegalStateException("only " + victims.size() + " TaskManagers run window subtasks; cannot kill "
+                    + plan.taskManagers());
+        }
+        victims = victims.subList(0, plan.taskManagers());
+        JsonNode before = rest.checkpoints(jobId);
+        long restoredBefore = before.path("counts").path("restored").asLong();
+        for (JsonNode s : rest.get("/jobs/" + jobId + "/vertices/" + windowVertex).path("subtasks")) {
+            if (victims.contains(s.path("taskmanager-id").asText())) {
+                tl.statefulSubtasksOnKilled.add("average-speed-window#" + s.path("subtask").asInt());
+            }
+        }
+        List<Long> pids = new ArrayList<>();
+        for (String tm : victims) {
+            pids.add(Long.parseLong(Shell.bash(repo, Duration.ofSeconds(10), "ci/lib/flink-cluster.sh", "pid",
+                    flinkDir.toString(), tm).strip()));
+        }
+        tl.killAtMs = System.currentTimeMillis();
+        List<String> kill = new ArrayList<>(List.of("kill", "-9"));
+        pids.forEach(p -> kill.add(Long.toString(p)));
+        Shell.run(repo, Map.of(), Duration.ofSeconds(10), kill);
+        tl.killedTaskManagers.addAll(victims);
+        tl.killedPids.addAll(pids);
+        step("kill -9 " + victims + " (pids " + pids + "), generator at second " + generatorSecond.get()
+                + ", stateful subtasks lost: " + tl.statefulSubtasksOnKilled);
+
+        // recovered = the job restored from a checkpoint, the dead TaskManagers are gone from the
+        // cluster, and every subtask is RUNNING again
+        waitFor("recovery", Duration.ofSeconds(180), () ->
+                rest.checkpoints(jobId).path("counts").path("restored").asLong() > restoredBefore
+                        && rest.registeredTaskManagers().stream().noneMatch(tl.killedTaskManagers::contains)
+                        && rest.allRunning(jobId));
+        JsonNode cps = rest.checkpoints(jobId);
+        tl.restores = cps.path("counts").path("restored").asLong() - restoredBefore;
+        tl.restoredCheckpointId = cps.path("latest").path("restored").path("id").asLong(-1);
+        tl.restoreTimestampMs = cps.path("latest").path("restored").path("restore_timestamp").asLong(-1);
+        for (JsonNode e : rest.get("/jobs/" + jobId + "/exceptions").path("exceptionHistory").path("entries")) {
+            long ts = e.path("timestamp").asLong();
+            if (ts >= tl.killAtMs && (tl.failureDetectedAtMs < 0 || ts < tl.failureDetectedAtMs)) {
+                tl.failureDetectedAtMs = ts;
+                tl.firstFailure = e.path("exceptionName").asText().replaceAll(".*\\.", "") + " in "
+                        + e.path("taskName").asText() + " on " + e.path("taskManagerId").asText();
+            }
+        }
+        tl.collectSubtasks(rest, jobId, Set.of("window"));
+        long allRunning = tl.allRunningAtMs;
+        waitFor("a checkpoint after recovery", Duration.ofSeconds(60), () -> {
+            JsonNode c = rest.checkpoints(jobId).path("latest").path("completed");
+            return c.path("trigger_timestamp").asLong() >= allRunning;
+        });
+        for (JsonNode h : rest.checkpoints(jobId).path("history")) {
+            if ("COMPLETED".equals(h.path("status").asText()) && h.path("trigger_timestamp").asLong() >= allRunning
+                    && (tl.firstCheckpointAfterRecoveryId < 0 || h.path("id").asLong() < tl.firstCheckpointAfterRecoveryId)) {
+                tl.firstCheckpointAfterRecoveryId = h.path("id").asLong();
+                tl.firstCheckpointAfterRecoveryAtMs = h.path("latest_ack_timestamp").asLong();
+            }
+        }
+        step("recovered: " + tl.summary());
+    }
+
+    private static void compare(List<String> expected, List<String> actual, Result result) {
+        result.committedNotifications = actual.size();
+        Map<String, Integer> diff = new TreeMap<>();
+        expected.forEach(s -> diff.merge(s, 1, Integer::sum));
+        actual.forEach(s -> diff.merge(s, -1, Integer::sum));
+        diff.forEach((s, n) -> {
+            for (int i = 0; i < Math.abs(n); i++) {
+                (n > 0 ? result.missing : result.duplicatesOrUnexpected).add(s);
+            }
+        });
+    }
+
+    private void writeResults(Result result) throws IOException {
+        Path dir = repo.resolve("integration-tests/results");
+        Files.createDirectories(dir);
+        ObjectMapper m = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+        Map<String, Object> doc = new LinkedHashMap<>();
+        doc.put("scenario", result.scenario);
+        doc.put("description", result.description);
+        doc.put("startedAt", result.startedAt);
+        doc.put("exactlyOnce", result.exactlyOnce());
+        doc.put("expectedNotifications", result.expectedNotifications);
+        doc.put("committedNotifications", result.committedNotifications);
+        doc.put("missing", result.missing.size());
+        doc.put("duplicatesOrUnexpected", result.duplicatesOrUnexpected.size());
+        doc.put("inputEvents", result.inputEvents);
+        doc.put("completedCheckpoints", result.completedCheckpoints);
+        doc.put("wallSeconds", result.wallSeconds);
+        RecoveryTimeline tl = result.timeline;
+        Map<String, Object> t = new LinkedHashMap<>();
+        t.put("killedTaskManagers", tl.killedTaskManagers);
+        t.put("statefulSubtasksOnKilled", tl.statefulSubtasksOnKilled);
+        t.put("killToFailureDetectedMs", tl.detectionMs());
+        t.put("firstFailure", tl.firstFailure);
+        t.put("restores", tl.restores);
+        t.put("restoredCheckpointId", tl.restoredCheckpointId);
+        t.put("killToRestoreTriggeredMs", tl.restoreTimestampMs < 0 ? -1 : tl.restoreTimestampMs - tl.killAtMs);
+        t.put("killToAllRunningMs", tl.killToRunningMs());
+        t.put("killToFirstCheckpointAfterRecoveryMs", tl.killToFirstCheckpointMs());
+        t.put("windowSubtasksInitializingToRunningMs", Map.of("min", tl.minInitializingMs("window"), "max", tl.maxInitializingMs("window")));
+        t.put("killAtMs", tl.killAtMs);
+        t.put("subtasks", tl.subtasks);
+        doc.put("timeline", t);
+        doc.put("flinkConfig", result.flinkConfig);
+        doc.put("simulation", result.simulation);
+        doc.put("runDir", result.runDir);
+        Path file = dir.resolve(result.scenario + "-" + STAMP.format(Instant.parse(result.startedAt)) + ".json");
+        m.writeValue(file.toFile(), doc);
+        step("results written to " + file);
+    }
+
+    private void step(String msg) {
+        log.printf("[it %s] %s%n", STAMP.format(Instant.now()), msg);
+    }
+
+    interface Check {
+        boolean done() throws Exception;
+    }
+
+    static void waitFor(String what, Duration timeout, Check check) throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        Exception last = null;
+        while (System.nanoTime() < deadline) {
+            try {
+                if (check.done()) {
+                    return;
+                }
+            } catch (IllegalStateException e) {
+                if (e.getMessage() != null && e.getMessage().contains("make the run longer")) {
+                    throw e;
+                }
+                last = e; // REST briefly unavailable during failover
+            }
+            Thread.sleep(250);
+        }
+        throw new IllegalStateException("timed out after " + timeout.toSeconds() + " s waiting for " + what
+                + (last == null ? "" : " (last error: " + last.getMessage() + ")"));
+    }
+
+    static int freePort() throws IOException {
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    private synchronized void stopServices() {
+        if (jobId != null && rest != null) {
+            try {
+                rest.cancel(jobId);
+            } catch (RuntimeException e) {
+                // the cluster may already be gone
+            }
+            jobId = null;
+        }
+        if (flinkStarted) {
+            try {
+                Shell.bash(repo, Duration.ofMinutes(2), "ci/lib/flink-cluster.sh", "stop", flinkDir.toString());
+            } catch (RuntimeException e) {
+                System.err.println("stopping Flink failed: " + e.getMessage());
+            }
+            flinkStarted = false;
+        }
+        if (kafkaStarted) {
+            try {
+                Shell.bash(repo, Duration.ofMinutes(1), "ci/lib/kafka.sh", "stop", kafkaDir.toString());
+            } catch (RuntimeException e) {
+                System.err.println("stopping Kafka failed: " + e.getMessage());
+            }
+            kafkaStarted = false;
+        }
+    }
+
+    @Override
+    public void close() {
+        stopServices();
+        try {
+            Runtime.getRuntime().removeShutdownHook(shutdownHook);
+        } catch (IllegalStateException e) {
+            // already shutting down
+        }
+    }
+
+    /** read_committed consumer over all partitions of the output topic, from the beginning. */
+    static final class OutputCollector implements AutoCloseable {
+        private final KafkaConsumer<String, String> consumer;
+        private final List<String> values = new ArrayList<>();
+
+        OutputCollector(String brokers, String topic) {
+            Properties p = new Properties();
+            p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
+            p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+            p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+            p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+            p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+            consumer = new KafkaConsumer<>(p);
+            List<TopicPartition> parts = new ArrayList<>();
+            consumer.partitionsFor(topic).forEach(pi -> parts.add(new TopicPartition(topic, pi.partition())));
+            consumer.assign(parts);
+            consumer.seekToBeginning(parts);
+        }
+
+        void poll(Duration d) {
+            for (ConsumerRecord<String, String> r : consumer.poll(d)) {
+                values.add(r.value());
+            }
+        }
+
+        /** Polls until nothing arrives for {@code quiet}. */
+        void drain(Duration quiet) {
+            long last = System.nanoTime();
+            while (System.nanoTime() - last < quiet.toNanos()) {
+                int before = values.size();
+                poll(Duration.ofMillis(300));
+                if (values.size() != before) {
+                    last = System.nanoTime();
+                }
+            }
+        }
+
+        int count() {
+            return values.size();
+        }
+
+        List<String> values() {
+            return values;
+        }
+
+        @Override
+        public void close() {
+            consumer.close(Duration.ofSeconds(5));
+        }
+    }
+}

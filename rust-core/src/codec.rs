@@ -13,7 +13,7 @@ use bytes::{Bytes, BytesMut};
 use reed_solomon_erasure::galois_8::ReedSolomon;
 
 use crate::error::{Error, Result};
-use crate::format::StripeInfo;
+use crate::format::{self, StripeInfo};
 use crate::params::{CodingParams, Compression};
 
 /// A stripe after encoding: what the writer sends and records.
@@ -86,16 +86,16 @@ impl StripeCodec {
         }
         let all = stripe.freeze();
         let cells: Vec<Bytes> = (0..n).map(|i| all.slice(i * cell_len..(i + 1) * cell_len)).collect();
-        let cell_crcs = cells.iter().map(|c| crc32c::crc32c(c)).collect();
+        let cell_checksums = cells.iter().map(|c| format::cell_checksum(c)).collect();
         EncodedStripe {
-            info: StripeInfo { stored_len: stored_len as u32, compressed, cell_crcs },
+            info: StripeInfo { stored_len: stored_len as u32, compressed, cell_checksums },
             cells,
         }
     }
 
     /// True when `cell` is cell `index` of the stripe described by `info`.
     pub fn cell_is_valid(&self, info: &StripeInfo, index: usize, cell: &[u8]) -> bool {
-        cell.len() == info.cell_len(self.params.k()) && info.cell_crcs.get(index) == Some(&crc32c::crc32c(cell))
+        cell.len() == info.cell_len(self.params.k()) && info.cell_checksums.get(index) == Some(&format::cell_checksum(cell))
     }
 
     /// Rebuilds the stripe's object bytes from at least `k` verified cells
@@ -202,7 +202,7 @@ mod tests {
             let mut bad = c.to_vec();
             bad[17] ^= 1;
             assert!(!codec.cell_is_valid(&enc.info, i, &bad));
-            assert!(!codec.cell_is_valid(&enc.info, (i + 1) % 6, c) || enc.info.cell_crcs[i] == enc.info.cell_crcs[(i + 1) % 6]);
+            assert!(!codec.cell_is_valid(&enc.info, (i + 1) % 6, c) || enc.info.cell_checksums[i] == enc.info.cell_checksums[(i + 1) % 6]);
         }
     }
 

@@ -131,9 +131,9 @@ struct MeshSink {
 
 #[async_trait]
 impl FragmentSink for MeshSink {
-    async fn put_cell(&mut self, stripe: u32, crc: u32, cell: Bytes) -> Result<()> {
+    async fn put_cell(&mut self, stripe: u32, checksum: u64, cell: Bytes) -> Result<()> {
         self.node.enter().await?;
-        self.node.store.append_cell(&self.key, stripe, crc, cell)
+        self.node.store.append_cell(&self.key, stripe, checksum, cell)
     }
 
     async fn finish(&mut self) -> Result<()> {

@@ -58,7 +58,7 @@ impl Fragments<'_> {
 
     /// Opens fragment `index` on a new node and streams into it every cell of
     /// the stripes recorded so far, each rebuilt from `k` other fragments,
-    /// then `next_cell` (the writer's stripe in flight: stripe, crc, cell) if
+    /// then `next_cell` (the writer's stripe in flight: stripe, checksum, cell) if
     /// given. Tries further nodes while the chosen one fails. Returns the new
     /// holder and its open sink (not yet finished: the writer keeps appending).
     pub async fn rebuild_onto_new_node(
@@ -66,7 +66,7 @@ impl Fragments<'_> {
         ctx: &Ctx,
         index: usize,
         avoid: &mut HashSet<NodeId>,
-        next_cell: Option<(u32, u32, Bytes)>,
+        next_cell: Option<(u32, u64, Bytes)>,
     ) -> Result<(NodeId, Box<dyn FragmentSink>)> {
         let sources = FragmentSet { path: self.path, write_id: self.write_id, holders: self.holders, codec: self.codec };
         loop {
@@ -80,10 +80,10 @@ impl Fragments<'_> {
                     if !self.codec.cell_is_valid(info, index, &cell) {
                         return Err(Error::format(format!("{} stripe {s}", self.path), format!("rebuilt cell {index} does not match its checksum")));
                     }
-                    sink.put_cell(s as u32, info.cell_crcs[index], cell).await?;
+                    sink.put_cell(s as u32, info.cell_checksums[index], cell).await?;
                 }
-                if let Some((stripe, crc, cell)) = next_cell.clone() {
-                    sink.put_cell(stripe, crc, cell).await?;
+                if let Some((stripe, checksum, cell)) = next_cell.clone() {
+                    sink.put_cell(stripe, checksum, cell).await?;
                 }
                 Ok(sink)
             };

@@ -10,7 +10,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File, OpenOptions};
-use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -54,8 +53,8 @@ enum Backend {
 
 #[derive(Clone)]
 enum CellSlot {
-    Memory { crc: u32, bytes: Bytes },
-    Disk { crc: u32, offset: u64, len: u32 },
+    Memory { checksum: u64, bytes: Bytes },
+    Disk { checksum: u64, offset: u64, len: u32 },
 }
 
 struct Fragment {
@@ -227,7 +226,7 @@ impl FragmentStore {
 
     /// Appends the cell of `stripe` (stripes arrive in order; re-sending the
     /// last cell with the same checksum is accepted as a retry).
-    pub fn append_cell(&self, key: &FragmentKey, stripe: u32, crc: u32, cell: Bytes) -> Result<()> {
+    pub fn append_cell(&self, key: &FragmentKey, stripe: u32, checksum: u64, cell: Bytes) -> Result<()> {
         let len = cell.len() as u64;
         let (file, offset) = {
             let mut st = lock(&self.state);
@@ -239,9 +238,9 @@ impl FragmentStore {
             let have = f.cells.len() as u32;
             if stripe < have {
                 let prev = match &f.cells[stripe as usize] {
-                    CellSlot::Memory { crc, .. } | CellSlot::Disk { crc, .. } => *crc,
+                    CellSlot::Memory { checksum, .. } | CellSlot::Disk { checksum, .. } => *checksum,
                 };
-                if prev == crc {
+                if prev == checksum {
                     return Ok(());
                 }
             }
@@ -262,7 +261,7 @@ impl FragmentStore {
             }
             match &f.file {
                 None => {
-                    f.cells.push(CellSlot::Memory { crc, bytes: cell });
+                    f.cells.push(CellSlot::Memory { checksum, bytes: cell });
                     f.bytes += len;
                     st.used += len;
                     return Ok(());
@@ -277,7 +276,7 @@ impl FragmentStore {
                 }
             }
         };
-        let frame = CellFrame { stripe, len: len as u32, crc }.encode();
+        let frame = CellFrame { stripe, len: len as u32, checksum }.encode();
         let written = file
             .write_all_at(&frame, offset)
             .and_then(|_| file.write_all_at(&cell, offset + CELL_FRAME_HEADER_LEN as u64));
@@ -285,7 +284,7 @@ impl FragmentStore {
         match written {
             Ok(()) => {
                 if let Some(f) = st.fragments.get_mut(key) {
-                    f.cells.push(CellSlot::Disk { crc, offset: offset + CELL_FRAME_HEADER_LEN as u64, len: len as u32 });
+                    f.cells.push(CellSlot::Disk { checksum, offset: offset + CELL_FRAME_HEADER_LEN as u64, len: len as u32 });
                 }
                 Ok(())
             }
@@ -517,21 +516,31 @@ fn read_dir(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// Reads a fragment file's header and cell index. A torn last frame (the
-/// process died mid-append) is cut off; everything before it is kept.
-fn load_fragment(path: &Path) -> Result<Fragment> {
+/// A fragment file as found on disk: its header and the cells that are whole.
+pub struct ScannedFragment {
+    pub header: FragmentHeader,
+    /// Offset of each cell's bytes and its frame, stripe order.
+    pub cells: Vec<(u64, CellFrame)>,
+    /// End of the last whole frame; bytes after it are a torn append.
+    pub end: u64,
+    pub file_len: u64,
+}
+
+/// Reads a fragment file's header and frame index (not the cell bytes).
+pub fn scan_fragment_file(file: &File, path: &Path) -> Result<ScannedFragment> {
     let ctx = |e| Error::io(format!("read {}", path.display()), e);
-    let file = OpenOptions::new().read(true).write(true).open(path).map_err(ctx)?;
     let file_len = file.metadata().map_err(ctx)?.len();
     let mut prefix = [0u8; ENVELOPE_PREFIX_LEN];
-    (&file).read_exact(&mut prefix).map_err(ctx)?;
-    let header_len = format::envelope_len(FRAGMENT_MAGIC, "fragment header", &prefix)?;
+    let got = file.read_at(&mut prefix, 0).map_err(ctx)?;
+    let header_len = format::envelope_len(FRAGMENT_MAGIC, "fragment header", &prefix[..got])?;
+    if header_len as u64 > file_len {
+        return Err(Error::format(format!("fragment file {}", path.display()), format!("truncated header: {file_len} of {header_len} bytes")));
+    }
     let mut header_bytes = vec![0u8; header_len];
     file.read_exact_at(&mut header_bytes, 0).map_err(ctx)?;
     let header = format::decode_fragment_header(&header_bytes)?;
     let cell_size = header.params.cell_size() as u32;
     let mut cells = Vec::new();
-    let mut bytes = 0u64;
     let mut pos = header_len as u64;
     let mut frame_buf = [0u8; CELL_FRAME_HEADER_LEN];
     while pos + CELL_FRAME_HEADER_LEN as u64 <= file_len {
@@ -544,16 +553,26 @@ fn load_fragment(path: &Path) -> Result<Fragment> {
         if data_at + frame.len as u64 > file_len {
             break;
         }
-        cells.push(CellSlot::Disk { crc: frame.crc, offset: data_at, len: frame.len });
-        bytes += frame.len as u64;
+        cells.push((data_at, frame));
         pos = data_at + frame.len as u64;
     }
-    if pos < file_len {
-        tracing::warn!(file = %path.display(), kept_cells = cells.len(), cut_bytes = file_len - pos, "cutting a torn fragment tail");
-        file.set_len(pos).map_err(ctx)?;
+    Ok(ScannedFragment { header, cells, end: pos, file_len })
+}
+
+/// Loads a fragment into the index. A torn last frame (the process died
+/// mid-append) is cut off; everything before it is kept.
+fn load_fragment(path: &Path) -> Result<Fragment> {
+    let ctx = |e| Error::io(format!("open {}", path.display()), e);
+    let file = OpenOptions::new().read(true).write(true).open(path).map_err(ctx)?;
+    let scan = scan_fragment_file(&file, path)?;
+    if scan.end < scan.file_len {
+        tracing::warn!(file = %path.display(), kept_cells = scan.cells.len(), cut_bytes = scan.file_len - scan.end, "cutting a torn fragment tail");
+        file.set_len(scan.end).map_err(ctx)?;
     }
+    let bytes = scan.cells.iter().map(|(_, f)| f.len as u64).sum();
+    let cells = scan.cells.iter().map(|&(offset, f)| CellSlot::Disk { checksum: f.checksum, offset, len: f.len }).collect();
     let created = file.metadata().and_then(|m| m.modified()).unwrap_or_else(|_| SystemTime::now());
-    Ok(Fragment { header, cells, bytes, created, file: Some(Arc::new(file)), file_path: Some(path.to_path_buf()), end: pos })
+    Ok(Fragment { header: scan.header, cells, bytes, created, file: Some(Arc::new(file)), file_path: Some(path.to_path_buf()), end: scan.end })
 }
 
 #[cfg(test)]
@@ -576,7 +595,7 @@ mod tests {
         store.begin_fragment(&h).unwrap();
         for s in 0..cells {
             let cell = Bytes::from(vec![s as u8; 100]);
-            store.append_cell(&h.key(), s, crc32c::crc32c(&cell), cell).unwrap();
+            store.append_cell(&h.key(), s, format::cell_checksum(&cell), cell).unwrap();
         }
         store.finish_fragment(&h.key()).unwrap();
         h.key()
@@ -631,7 +650,7 @@ mod tests {
         // Simulate a crash in the middle of appending a fourth cell.
         let file = fs::read_dir(dir.path().join("fragments")).unwrap().next().unwrap().unwrap().path();
         let mut f = OpenOptions::new().append(true).open(&file).unwrap();
-        std::io::Write::write_all(&mut f, &CellFrame { stripe: 3, len: 100, crc: 0 }.encode()).unwrap();
+        std::io::Write::write_all(&mut f, &CellFrame { stripe: 3, len: 100, checksum: 0 }.encode()).unwrap();
         std::io::Write::write_all(&mut f, &[1u8; 40]).unwrap();
         drop(f);
         let store = FragmentStore::open_dir("n0", dir.path(), u64::MAX, true).unwrap();
@@ -642,7 +661,7 @@ mod tests {
         assert_eq!(store.list("fragstate://c/j/").len(), 1);
         // Appending continues after the cut tail.
         let cell = Bytes::from(vec![9u8; 100]);
-        store.append_cell(&key, 3, crc32c::crc32c(&cell), cell).unwrap();
+        store.append_cell(&key, 3, format::cell_checksum(&cell), cell).unwrap();
         drop(store);
         let store = FragmentStore::open_dir("n0", dir.path(), u64::MAX, true).unwrap();
         assert_eq!(store.get_cell(&key, 3).unwrap(), vec![9u8; 100]);

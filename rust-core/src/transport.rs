@@ -113,7 +113,7 @@ pub trait Transport: Send + Sync + 'static {
 #[async_trait]
 pub trait FragmentSink: Send {
     /// Appends the cell of stripe `stripe`; stripes arrive in order.
-    async fn put_cell(&mut self, stripe: u32, crc: u32, cell: Bytes) -> Result<()>;
+    async fn put_cell(&mut self, stripe: u32, checksum: u64, cell: Bytes) -> Result<()>;
 
     /// Returns once the holder has the whole fragment durably (the ack).
     async fn finish(&mut self) -> Result<()>;

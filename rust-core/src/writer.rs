@@ -146,7 +146,7 @@ impl ObjectWriter {
     }
 
     async fn send_stripe(&mut self, s: u32, enc: &EncodedStripe) -> Result<()> {
-        let puts = self.sinks.iter_mut().enumerate().map(|(i, sink)| sink.put_cell(s, enc.info.cell_crcs[i], enc.cells[i].clone()));
+        let puts = self.sinks.iter_mut().enumerate().map(|(i, sink)| sink.put_cell(s, enc.info.cell_checksums[i], enc.cells[i].clone()));
         let results = join_all(puts).await;
         for (i, r) in results.into_iter().enumerate() {
             if let Err(e) = r {
@@ -155,7 +155,7 @@ impl ObjectWriter {
                 }
                 tracing::warn!(path = %self.path, fragment = i, stripe = s, node = %self.holders[i], error = %e, "holder failed during write, re-placing its fragment");
                 // Rebuild stripes 0..s on a new node, then send stripe s from memory.
-                let next = (s, enc.info.cell_crcs[i], enc.cells[i].clone());
+                let next = (s, enc.info.cell_checksums[i], enc.cells[i].clone());
                 let (node, sink) = self.rebuild_upto(i, s as usize, Some(next)).await?;
                 self.holders[i] = node;
                 self.sinks[i] = sink;
@@ -171,7 +171,7 @@ impl ObjectWriter {
         self.rebuild_upto(index, n, None).await
     }
 
-    async fn rebuild_upto(&mut self, index: usize, stripes: usize, next_cell: Option<(u32, u32, bytes::Bytes)>) -> Result<(NodeId, Box<dyn FragmentSink>)> {
+    async fn rebuild_upto(&mut self, index: usize, stripes: usize, next_cell: Option<(u32, u64, bytes::Bytes)>) -> Result<(NodeId, Box<dyn FragmentSink>)> {
         self.failed.insert(self.holders[index].clone());
         let mut avoid = self.failed.clone();
         let frags = Fragments { stripes: &self.stripes[..stripes], ..self.fragments() };

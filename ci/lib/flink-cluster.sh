@@ -129,7 +129,11 @@ start_tm() {
 }
 
 registered_tms() {
-  curl -fsS "$(rest_url)/taskmanagers" 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["taskmanagers"]))' 2>/dev/null || echo 0
+  python3 - "$(rest_url)/taskmanagers" <<'PY' 2>/dev/null || echo 0
+import json, sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=5) as r:
+    print(len(json.load(r)["taskmanagers"]))
+PY
 }
 
 start() {

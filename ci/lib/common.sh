@@ -40,6 +40,13 @@ wait_port() {
   die "$what did not open port $port within ${secs}s"
 }
 
+# pid_matches PID MARKER: true when PID is alive and its command line contains MARKER
+# (guards against a recycled pid from a stale pid file).
+pid_matches() {
+  [ -r "/proc/$1/cmdline" ] || return 1
+  tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF -- "$2"
+}
+
 # stop_pid PID WHAT [GRACE_SECONDS]: TERM, wait, then KILL; waits until gone.
 stop_pid() {
   local pid=$1 what=$2 grace=${3:-15} i

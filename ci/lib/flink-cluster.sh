@@ -159,28 +159,19 @@ start() {
 
 stop() {
   [ -d "$run/pids" ] || return 0
-  local f pid name
+  run="$(cd "$run" && pwd)"
+  local f pid
+  local -a pids=()
+  # our per-name pid files and Flink's own (which list the same JVMs); a pid only counts when
+  # its command line names this run's log directory (a stale file may hold a recycled pid)
   for f in "$run"/pids/*.pid; do
-    [ -e "$f" ] || continue
-    name="$(basename "$f" .pid)"
-    case "$name" in flink-*) ;; *)
-      pid="$(cat "$f")"
-      [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true ;;
-    esac
-  done
-  # Flink's own pid files list the same processes; catch any not recorded above
-  for f in "$run"/pids/flink-*.pid; do
     [ -e "$f" ] || continue
     while read -r pid; do
-      [ -n "$pid" ] && stop_pid "$pid" "Flink process" 20
+      [ -n "$pid" ] && pid_matches "$pid" "$run/log" && pids+=("$pid")
     done <"$f"
   done
-  for f in "$run"/pids/*.pid; do
-    [ -e "$f" ] || continue
-    case "$(basename "$f")" in flink-*) continue ;; esac
-    pid="$(cat "$f")"
-    [ -n "$pid" ] && stop_pid "$pid" "Flink $(basename "$f" .pid)" 20
-  done
+  for pid in $(printf '%s\n' "${pids[@]}" | sort -u); do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in $(printf '%s\n' "${pids[@]}" | sort -u); do stop_pid "$pid" "Flink JVM" 20; done
   rm -f "$run"/pids/*.pid
   if [ -f "$run/rest.port" ] && port_open "$(cat "$run/rest.port")"; then
     log "WARNING: REST port $(cat "$run/rest.port") still open after stop"

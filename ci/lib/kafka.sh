@@ -81,10 +81,13 @@ L4J
 
 stop() {
   [ -f "$run/kafka.pid" ] || return 0
+  run="$(cd "$run" && pwd)"
   local pid port
   pid="$(cat "$run/kafka.pid")"
   port="$(cat "$run/kafka.port" 2>/dev/null || true)"
-  stop_pid "$pid" "Kafka broker" 20
+  if pid_matches "$pid" "$run/server.properties"; then
+    stop_pid "$pid" "Kafka broker" 20
+  fi
   rm -f "$run/kafka.pid"
   if [ -n "$port" ] && port_open "$port"; then
     log "WARNING: port $port is still open after stopping Kafka"
@@ -94,6 +97,6 @@ stop() {
 case "$cmd" in
   start) start "${3:-}" ;;
   stop) stop ;;
-  status) [ -f "$run/kafka.pid" ] && kill -0 "$(cat "$run/kafka.pid")" 2>/dev/null ;;
+  status) [ -f "$run/kafka.pid" ] && pid_matches "$(cat "$run/kafka.pid")" "server.properties" ;;
   *) usage ;;
 esac

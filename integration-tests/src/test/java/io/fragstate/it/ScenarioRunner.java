@@ -109,6 +109,7 @@ public final class ScenarioRunner implements AutoCloseable {
         if (!Files.isRegularFile(jobJar)) {
             throw new IllegalStateException("job jar " + jobJar + " not found: build it first (mvn package)");
         }
+        stopLeftoversOfEarlierRuns();
         Files.createDirectories(runDir);
         step("scenario " + scenario.id() + ": " + scenario.description() + " (run dir " + runDir + ")");
 
@@ -365,6 +366,34 @@ public final class ScenarioRunner implements AutoCloseable {
     static int freePort() throws IOException {
         try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             return s.getLocalPort();
+        }
+    }
+
+    /**
+     * A run whose JVM was killed (no shutdown hook) leaves its daemons behind: stop them through
+     * their pid files before starting new ones.
+     */
+    private void stopLeftoversOfEarlierRuns() throws IOException {
+        Path runs = runDir.getParent();
+        if (!Files.isDirectory(runs)) {
+            return;
+        }
+        try (var dirs = Files.list(runs)) {
+            for (Path d : (Iterable<Path>) dirs::iterator) {
+                Path pids = d.resolve("flink/pids");
+                boolean flinkLeft;
+                try (var files = Files.isDirectory(pids) ? Files.list(pids) : java.util.stream.Stream.<Path>empty()) {
+                    flinkLeft = files.findAny().isPresent();
+                }
+                if (flinkLeft) {
+                    step("stopping Flink processes left by an earlier run in " + d);
+                    Shell.bash(repo, Duration.ofMinutes(2), "ci/lib/flink-cluster.sh", "stop", d.resolve("flink").toString());
+                }
+                if (Files.exists(d.resolve("kafka/kafka.pid"))) {
+                    step("stopping a Kafka broker left by an earlier run in " + d);
+                    Shell.bash(repo, Duration.ofMinutes(1), "ci/lib/kafka.sh", "stop", d.resolve("kafka").toString());
+                }
+            }
         }
     }
 

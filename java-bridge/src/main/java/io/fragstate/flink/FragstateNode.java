@@ -1,0 +1,104 @@
+/*
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.fragstate.flink;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+
+/**
+ * This JVM's fragstate node: one per process, started lazily on the first {@code fragstate://}
+ * operation with the most recent settings handed to {@link #configure}, stopped by a shutdown
+ * hook.
+ *
+ * <p>Settings come from whichever Flink entry point saw a configuration: the file system factory
+ * ({@code FileSystem.initialize} at JobManager/TaskManager start; a MiniCluster never calls it, so
+ * there it sees an empty configuration), the state backend factory and the checkpoint storage
+ * factory. The latest call before the node starts wins; a later, different configuration is
+ * logged and ignored, since a running node cannot change its coding parameters or its mesh.
+ */
+public final class FragstateNode {
+
+    private static final Logger LOG = LoggerFactory.getLogger(FragstateNode.class);
+
+    private static FragstateSettings configured;
+    private static FragstateSettings running;
+    private static volatile boolean started;
+    private static boolean hookInstalled;
+
+    private FragstateNode() {}
+
+    /** Records the settings the node will start with (or logs a mismatch if it already runs). */
+    public static synchronized void configure(FragstateSettings settings) {
+        if (started) {
+            if (!settings.equals(running)) {
+                LOG.warn(
+                        "fragstate node already runs with {}; ignoring the later configuration {}"
+                                + " (one node per JVM)",
+                        running,
+                        settings);
+            }
+            return;
+        }
+        configured = settings;
+    }
+
+    /** Starts the node if it is not running yet. */
+    public static void ensureStarted() throws IOException {
+        if (started) {
+            return;
+        }
+        synchronized (FragstateNode.class) {
+            if (started) {
+                return;
+            }
+            NativeLibrary.load();
+            FragstateSettings s = configured != null ? configured : FragstateSettings.fromConfig(null);
+            String json = s.toNodeJson();
+            LOG.info("Starting fragstate node: {}", json);
+            try {
+                FragstateNative.startNode(json);
+            } catch (IllegalArgumentException e) {
+                throw new IOException("fragstate node rejected its configuration " + json + ": " + e.getMessage(), e);
+            }
+            running = s;
+            started = true;
+            if (!hookInstalled) {
+                hookInstalled = true;
+                Runtime.getRuntime()
+                        .addShutdownHook(new Thread(FragstateNode::stopQuietly, "fragstate-node-shutdown"));
+            }
+        }
+    }
+
+    /** The settings of the running node, or null. */
+    static synchronized FragstateSettings running() {
+        return running;
+    }
+
+    /** Stops the node; every open stream then fails. The next operation starts it again. */
+    public static synchronized void stop() {
+        if (!started) {
+            return;
+        }
+        started = false;
+        running = null;
+        FragstateNative.stopNode();
+    }
+
+    private static void stopQuietly() {
+        try {
+            stop();
+        } catch (Throwable t) {
+            // the JVM is going down; nothing to report to
+        }
+    }
+
+    /** The node's counters as JSON (see {@link FragstateNative#nodeStats}). */
+    public static String stats() throws IOException {
+        ensureStarted();
+        return FragstateNative.nodeStats();
+    }
+}

@@ -1,0 +1,139 @@
+/*
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.fragstate.flink;
+
+import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.ConfigOptions;
+import org.apache.flink.configuration.MemorySize;
+
+/**
+ * Every fragstate option, in one place (Flink's own plugins do the same). Values are checked by
+ * {@link FragstateSettings#fromConfig}; a bad one fails at startup with an {@link
+ * org.apache.flink.configuration.IllegalConfigurationException} naming the key, the value and
+ * what is allowed. {@code java-bridge/OPTIONS.md} is checked against this class by a test.
+ */
+public final class FragstateOptions {
+
+    private FragstateOptions() {}
+
+    /** The JobManager node's fixed port: the default bootstrap address of every other node. */
+    public static final int DEFAULT_PORT = 6130;
+
+    public static final int MAX_FRAGMENTS = 32;
+    public static final long MIN_CELL_SIZE = 4 * 1024;
+    public static final long MAX_CELL_SIZE = 64 * 1024 * 1024;
+    public static final int MIN_ZSTD_LEVEL = 1;
+    public static final int MAX_ZSTD_LEVEL = 19;
+
+    public static final ConfigOption<String> MODE =
+            ConfigOptions.key("fragstate.mode")
+                    .stringType()
+                    .defaultValue("embedded")
+                    .withDescription(
+                            "'embedded': an in-process mesh of fragstate.local-mesh.nodes nodes"
+                                    + " in every JVM (MiniCluster, IDE, single-process tests; state"
+                                    + " does not survive the loss of that JVM). 'cluster': one"
+                                    + " networked node per JobManager/TaskManager process. The"
+                                    + " default stays 'embedded' until the networked node lands.");
+
+    public static final ConfigOption<Integer> DATA_FRAGMENTS =
+            ConfigOptions.key("fragstate.data-fragments")
+                    .intType()
+                    .defaultValue(4)
+                    .withDescription(
+                            "k: data cells per stripe; any k of the k+m fragments rebuild an"
+                                    + " object. 1 ≤ k and k+m ≤ 32.");
+
+    public static final ConfigOption<Integer> PARITY_FRAGMENTS =
+            ConfigOptions.key("fragstate.parity-fragments")
+                    .intType()
+                    .defaultValue(2)
+                    .withDescription(
+                            "m: Reed–Solomon parity cells per stripe = node losses survived."
+                                    + " 0 ≤ m and k+m ≤ 32.");
+
+    public static final ConfigOption<MemorySize> CELL_SIZE =
+            ConfigOptions.key("fragstate.cell-size")
+                    .memoryType()
+                    .defaultValue(MemorySize.parse("1m"))
+                    .withDescription("Bytes per cell (a stripe holds k cells of data). 4 KiB … 64 MiB.");
+
+    public static final ConfigOption<String> COMPRESSION =
+            ConfigOptions.key("fragstate.compression")
+                    .stringType()
+                    .defaultValue("none")
+                    .withDescription(
+                            "'none' or 'zstd:LEVEL' with 1 ≤ LEVEL ≤ 19, applied before erasure"
+                                    + " coding. zstd pays only where the network is slower than"
+                                    + " zstd itself (≈ 0.34 GB/s per core at level 1).");
+
+    public static final ConfigOption<String> LISTEN =
+            ConfigOptions.key("fragstate.listen")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Cluster mode: the multiaddr this process's node listens on. Default:"
+                                    + " /ip4/0.0.0.0/tcp/6130 when that port is free (the first"
+                                    + " process on the JobManager host, which the others bootstrap"
+                                    + " from), else /ip4/0.0.0.0/tcp/0 (an ephemeral port).");
+
+    public static final ConfigOption<String> BOOTSTRAP =
+            ConfigOptions.key("fragstate.bootstrap")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Cluster mode: comma-separated multiaddrs of nodes to join. Default:"
+                                    + " the JobManager's node, /ip4|dns4/<jobmanager.rpc.address>"
+                                    + "/tcp/6130.");
+
+    public static final ConfigOption<String> CLUSTER_KEY_FILE =
+            ConfigOptions.key("fragstate.cluster-key-file")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Cluster mode (required there): a file holding the cluster's"
+                                    + " pre-shared key; only nodes that hold it can connect.");
+
+    public static final ConfigOption<String> STORE_DIR =
+            ConfigOptions.key("fragstate.store.dir")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Directory for the fragments this node holds. Unset: fragments are"
+                                    + " kept in memory (bounded by fragstate.store.memory).");
+
+    public static final ConfigOption<MemorySize> STORE_MEMORY =
+            ConfigOptions.key("fragstate.store.memory")
+                    .memoryType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Upper bound of fragment bytes a node keeps in memory (unset: no"
+                                    + " bound). A full store is reported, not silently dropped.");
+
+    public static final ConfigOption<String> LOCAL_BACKEND =
+            ConfigOptions.key("fragstate.local-backend")
+                    .stringType()
+                    .defaultValue("hashmap")
+                    .withDescription(
+                            "Where FragstateStateBackend keeps working state: 'hashmap' (Flink's"
+                                    + " HashMapStateBackend) or 'rocksdb' (EmbeddedRocksDBStateBackend;"
+                                    + " full or incremental per execution.checkpointing.incremental).");
+
+    public static final ConfigOption<Integer> LOCAL_MESH_NODES =
+            ConfigOptions.key("fragstate.local-mesh.nodes")
+                    .intType()
+                    .defaultValue(6)
+                    .withDescription(
+                            "Embedded mode: nodes of the in-process mesh; at least k+m.");
+
+    public static final ConfigOption<String> CHECKPOINT_DIR =
+            ConfigOptions.key("fragstate.checkpoint-dir")
+                    .stringType()
+                    .defaultValue("fragstate://flink/checkpoints")
+                    .withDescription(
+                            "Where FragstateStateBackend / FragstateCheckpointStorage put"
+                                    + " checkpoints; a fragstate:// URI. Savepoints go to"
+                                    + " execution.checkpointing.savepoint-dir when set, else to"
+                                    + " fragstate://<authority of this dir>/savepoints.");
+}

@@ -1,0 +1,352 @@
+/*
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.fragstate.flink;
+
+import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.IllegalConfigurationException;
+import org.apache.flink.configuration.JobManagerOptions;
+import org.apache.flink.configuration.MemorySize;
+import org.apache.flink.configuration.ReadableConfig;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The {@link FragstateOptions} of one Flink configuration, checked against the bounds the Rust
+ * core enforces (so that a bad value fails at startup, naming the key, and not at the first
+ * checkpoint) and rendered as the JSON that {@link FragstateNative#startNode} takes.
+ */
+public final class FragstateSettings {
+
+    public enum Mode {
+        EMBEDDED,
+        CLUSTER
+    }
+
+    public enum LocalBackend {
+        HASHMAP,
+        ROCKSDB
+    }
+
+    private static final Pattern ZSTD = Pattern.compile("zstd:(-?\\d+)");
+
+    final Mode mode;
+    final int dataFragments;
+    final int parityFragments;
+    final long cellSize;
+    final String compression;
+    final int localMeshNodes;
+    final String storeDir;
+    final Long storeMemory;
+    final String listen;
+    final List<String> bootstrap;
+    final String clusterKeyFile;
+    final LocalBackend localBackend;
+    final URI checkpointDir;
+
+    private FragstateSettings(ReadableConfig config) {
+        this.mode = parseEnum(config, FragstateOptions.MODE, Mode.class);
+        this.dataFragments = get(config, FragstateOptions.DATA_FRAGMENTS);
+        if (dataFragments < 1 || dataFragments > FragstateOptions.MAX_FRAGMENTS) {
+            throw bad(FragstateOptions.DATA_FRAGMENTS, dataFragments, "1 ≤ k ≤ 32");
+        }
+        this.parityFragments = get(config, FragstateOptions.PARITY_FRAGMENTS);
+        if (parityFragments < 0) {
+            throw bad(FragstateOptions.PARITY_FRAGMENTS, parityFragments, "m ≥ 0");
+        }
+        if (dataFragments + parityFragments > FragstateOptions.MAX_FRAGMENTS) {
+            throw bad(
+                    FragstateOptions.PARITY_FRAGMENTS,
+                    parityFragments,
+                    "k + m ≤ 32 (k = " + FragstateOptions.DATA_FRAGMENTS.key() + " = " + dataFragments + ")");
+        }
+        this.cellSize = get(config, FragstateOptions.CELL_SIZE).getBytes();
+        if (cellSize < FragstateOptions.MIN_CELL_SIZE || cellSize > FragstateOptions.MAX_CELL_SIZE) {
+            throw bad(FragstateOptions.CELL_SIZE, cellSize + " bytes", "4 KiB ≤ cell size ≤ 64 MiB");
+        }
+        this.compression = parseCompression(get(config, FragstateOptions.COMPRESSION));
+        this.localMeshNodes = get(config, FragstateOptions.LOCAL_MESH_NODES);
+        if (mode == Mode.EMBEDDED && localMeshNodes < dataFragments + parityFragments) {
+            throw bad(
+                    FragstateOptions.LOCAL_MESH_NODES,
+                    localMeshNodes,
+                    "at least k + m = " + (dataFragments + parityFragments)
+                            + " nodes (one fragment per node)");
+        }
+        if (localMeshNodes < 1 || localMeshNodes > 256) {
+            throw bad(FragstateOptions.LOCAL_MESH_NODES, localMeshNodes, "1 … 256");
+        }
+        String dir = get(config, FragstateOptions.STORE_DIR);
+        this.storeDir = dir == null || dir.isBlank() ? null : dir.trim();
+        MemorySize mem = get(config, FragstateOptions.STORE_MEMORY);
+        if (mem != null && mem.getBytes() < FragstateOptions.MIN_CELL_SIZE) {
+            throw bad(FragstateOptions.STORE_MEMORY, mem, "at least 4 KiB");
+        }
+        this.storeMemory = mem == null ? null : mem.getBytes();
+        this.localBackend = parseEnum(config, FragstateOptions.LOCAL_BACKEND, LocalBackend.class);
+        this.checkpointDir = parseCheckpointDir(get(config, FragstateOptions.CHECKPOINT_DIR));
+
+        String key = get(config, FragstateOptions.CLUSTER_KEY_FILE);
+        this.clusterKeyFile = key == null || key.isBlank() ? null : key.trim();
+        if (mode == Mode.CLUSTER) {
+            if (clusterKeyFile == null) {
+                throw new IllegalConfigurationException(
+                        "fragstate.mode = cluster needs "
+                                + FragstateOptions.CLUSTER_KEY_FILE.key()
+                                + " (a file with the cluster's pre-shared key): without it any host"
+                                + " that reaches the port could join the mesh");
+            }
+            String l = get(config, FragstateOptions.LISTEN);
+            this.listen = l == null || l.isBlank() ? defaultListen() : requireMultiaddr(FragstateOptions.LISTEN, l.trim());
+            this.bootstrap = bootstrap(config);
+        } else {
+            this.listen = null;
+            this.bootstrap = List.of();
+        }
+    }
+
+    /** Reads and checks every fragstate option; throws {@link IllegalConfigurationException}. */
+    public static FragstateSettings fromConfig(ReadableConfig config) {
+        return new FragstateSettings(config == null ? new Configuration() : config);
+    }
+
+    public Mode mode() {
+        return mode;
+    }
+
+    public LocalBackend localBackend() {
+        return localBackend;
+    }
+
+    public URI checkpointDir() {
+        return checkpointDir;
+    }
+
+    /** The {@code startNode} argument; see {@link FragstateNative#startNode}. */
+    String toNodeJson() {
+        StringBuilder sb = new StringBuilder("{");
+        field(sb, "mode", mode.name().toLowerCase(Locale.ROOT));
+        sb.append(",\"dataFragments\":").append(dataFragments);
+        sb.append(",\"parityFragments\":").append(parityFragments);
+        sb.append(",\"cellSize\":").append(cellSize);
+        sb.append(',');
+        field(sb, "compression", compression);
+        if (mode == Mode.EMBEDDED) {
+            sb.append(",\"localMeshNodes\":").append(localMeshNodes);
+        }
+        sb.append(",\"storeDir\":");
+        if (storeDir == null) {
+            sb.append("null");
+        } else {
+            quote(sb, storeDir);
+        }
+        if (storeMemory != null) {
+            sb.append(",\"storeMemory\":").append(storeMemory);
+        }
+        if (mode == Mode.CLUSTER) {
+            sb.append(',');
+            field(sb, "listen", listen);
+            sb.append(",\"bootstrap\":[");
+            for (int i = 0; i < bootstrap.size(); i++) {
+                if (i > 0) {
+                    sb.append(',');
+                }
+                quote(sb, bootstrap.get(i));
+            }
+            sb.append("],");
+            field(sb, "clusterKeyFile", clusterKeyFile);
+        }
+        return sb.append('}').toString();
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof FragstateSettings
+                && toNodeJson().equals(((FragstateSettings) o).toNodeJson())
+                && localBackend == ((FragstateSettings) o).localBackend
+                && checkpointDir.equals(((FragstateSettings) o).checkpointDir);
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(toNodeJson(), localBackend, checkpointDir);
+    }
+
+    @Override
+    public String toString() {
+        return toNodeJson();
+    }
+
+    // ------------------------------------------------------------------------
+
+    static IllegalConfigurationException bad(ConfigOption<?> option, Object value, String allowed) {
+        return new IllegalConfigurationException(
+                "Invalid value '" + value + "' for " + option.key() + ": allowed is " + allowed);
+    }
+
+    /** {@code config.get} that turns a parse failure into a message naming key and raw value. */
+    private static <T> T get(ReadableConfig config, ConfigOption<T> option) {
+        try {
+            return config.get(option);
+        } catch (IllegalArgumentException e) {
+            String raw = config.toMap().get(option.key());
+            throw new IllegalConfigurationException(
+                    "Invalid value '" + raw + "' for " + option.key() + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static <E extends Enum<E>> E parseEnum(
+            ReadableConfig config, ConfigOption<String> option, Class<E> type) {
+        String v = get(config, option);
+        String s = v == null ? "" : v.trim();
+        for (E e : type.getEnumConstants()) {
+            if (e.name().equalsIgnoreCase(s)) {
+                return e;
+            }
+        }
+        List<String> names = new ArrayList<>();
+        for (E e : type.getEnumConstants()) {
+            names.add(e.name().toLowerCase(Locale.ROOT));
+        }
+        throw bad(option, v, "one of " + String.join(" | ", names));
+    }
+
+    static String parseCompression(String v) {
+        String s = v == null ? "" : v.trim().toLowerCase(Locale.ROOT);
+        if (s.equals("none")) {
+            return s;
+        }
+        Matcher m = ZSTD.matcher(s);
+        if (m.matches()) {
+            int level;
+            try {
+                level = Integer.parseInt(m.group(1));
+            } catch (NumberFormatException e) {
+                level = Integer.MIN_VALUE;
+            }
+            if (level >= FragstateOptions.MIN_ZSTD_LEVEL && level <= FragstateOptions.MAX_ZSTD_LEVEL) {
+                return "zstd:" + level;
+            }
+        }
+        throw bad(FragstateOptions.COMPRESSION, v, "'none' or 'zstd:LEVEL' with 1 ≤ LEVEL ≤ 19");
+    }
+
+    private static URI parseCheckpointDir(String v) {
+        URI uri;
+        try {
+            uri = new URI(v == null ? "" : v.trim());
+        } catch (URISyntaxException e) {
+            throw bad(FragstateOptions.CHECKPOINT_DIR, v, "a fragstate://AUTHORITY/PATH URI");
+        }
+        if (!FragstateFileSystem.SCHEME.equalsIgnoreCase(uri.getScheme())
+                || uri.getAuthority() == null
+                || uri.getAuthority().isEmpty()) {
+            throw bad(FragstateOptions.CHECKPOINT_DIR, v, "a fragstate://AUTHORITY/PATH URI");
+        }
+        return uri;
+    }
+
+    private static String requireMultiaddr(ConfigOption<String> option, String v) {
+        if (!v.startsWith("/") || v.split("/").length < 3) {
+            throw bad(option, v, "a multiaddr such as /ip4/0.0.0.0/tcp/6130");
+        }
+        return v;
+    }
+
+    private static List<String> bootstrap(ReadableConfig config) {
+        String v = get(config, FragstateOptions.BOOTSTRAP);
+        List<String> out = new ArrayList<>();
+        if (v != null && !v.isBlank()) {
+            for (String part : v.split(",")) {
+                if (!part.isBlank()) {
+                    out.add(requireMultiaddr(FragstateOptions.BOOTSTRAP, part.trim()));
+                }
+            }
+            return out;
+        }
+        String host = config.get(JobManagerOptions.ADDRESS);
+        if (host == null || host.isBlank()) {
+            throw new IllegalConfigurationException(
+                    "fragstate.mode = cluster: neither "
+                            + FragstateOptions.BOOTSTRAP.key()
+                            + " nor "
+                            + JobManagerOptions.ADDRESS.key()
+                            + " is set, so no node to join is known");
+        }
+        out.add(hostMultiaddr(host.trim(), FragstateOptions.DEFAULT_PORT));
+        return out;
+    }
+
+    static String hostMultiaddr(String host, int port) {
+        String proto;
+        if (host.matches("\\d{1,3}(\\.\\d{1,3}){3}")) {
+            proto = "ip4";
+        } else if (host.contains(":")) {
+            proto = "ip6";
+            host = host.replace("[", "").replace("]", "");
+        } else {
+            proto = "dns4";
+        }
+        return "/" + proto + "/" + host + "/tcp/" + port;
+    }
+
+    /** The fixed port if this process can still take it, else an ephemeral one. */
+    private static String defaultListen() {
+        try (ServerSocket probe = new ServerSocket()) {
+            probe.setReuseAddress(true);
+            probe.bind(new InetSocketAddress(InetAddress.getByName("0.0.0.0"), FragstateOptions.DEFAULT_PORT));
+            return "/ip4/0.0.0.0/tcp/" + FragstateOptions.DEFAULT_PORT;
+        } catch (IOException taken) {
+            return "/ip4/0.0.0.0/tcp/0";
+        }
+    }
+
+    private static void field(StringBuilder sb, String name, String value) {
+        quote(sb, name);
+        sb.append(':');
+        quote(sb, value);
+    }
+
+    static void quote(StringBuilder sb, String s) {
+        sb.append('"');
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            switch (c) {
+                case '"':
+                    sb.append("\\\"");
+                    break;
+                case '\\':
+                    sb.append("\\\\");
+                    break;
+                case '\n':
+                    sb.append("\\n");
+                    break;
+                case '\r':
+                    sb.append("\\r");
+                    break;
+                case '\t':
+                    sb.append("\\t");
+                    break;
+                default:
+                    if (c < 0x20) {
+                        sb.append(String.format("\\u%04x", (int) c));
+                    } else {
+                        sb.append(c);
+                    }
+            }
+        }
+        sb.append('"');
+    }
+}

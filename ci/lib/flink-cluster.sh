@@ -75,6 +75,8 @@ rest.address: localhost
 rest.bind-address: localhost
 rest.port: $rest_port
 parallelism.default: 4
+# REST answers are cached this long (default 3 s): keep the timeline fresh
+web.refresh-interval: 500 ms
 heartbeat.interval: 1000
 heartbeat.timeout: 5000
 restart-strategy.type: fixed-delay

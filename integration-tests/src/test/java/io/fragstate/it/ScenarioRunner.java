@@ -236,6 +236,8 @@ public final class ScenarioRunner implements AutoCloseable {
                 tl.statefulSubtasksOnKilled.add("average-speed-window#" + s.path("subtask").asInt());
             }
         }
+        attemptsBefore = attempts();
+        onKilled = subtasksOn(victims);
         List<Long> pids = new ArrayList<>();
         for (String tm : victims) {
             pids.add(Long.parseLong(Shell.bash(repo, Duration.ofSeconds(10), "ci/lib/flink-cluster.sh", "pid",
@@ -250,24 +252,28 @@ public final class ScenarioRunner implements AutoCloseable {
         step("kill -9 " + victims + " (pids " + pids + "), generator at second " + generatorSecond.get()
                 + ", stateful subtasks lost: " + tl.statefulSubtasksOnKilled);
 
-        // recovered = the job restored from a checkpoint, the dead TaskManagers are gone from the
-        // cluster, and every subtask is RUNNING again
-        waitFor("recovery", Duration.ofSeconds(180), () ->
-                rest.checkpoints(jobId).path("counts").path("restored").asLong() > restoredBefore
-                        && rest.registeredTaskManagers().stream().noneMatch(tl.killedTaskManagers::contains)
-                        && rest.allRunning(jobId));
+        // recovered = the JobManager recorded a failure after the kill, every subtask that ran on
+        // a killed TaskManager runs again in a newer attempt, the dead TaskManagers are gone from
+        // the cluster and every subtask is RUNNING. (REST answers come from a cache refreshed
+        // every web.refresh-interval, so a stale "all RUNNING" from before the kill must not count.)
+        waitFor("recovery", Duration.ofSeconds(180), () -> {
+            if (firstFailureAfter(tl) < 0 || !rest.allRunning(jobId)
+                    || rest.registeredTaskManagers().stream().anyMatch(tl.killedTaskManagers::contains)) {
+                return false;
+            }
+            Map<String, Integer> now = attempts();
+            for (Map.Entry<String, Integer> e : attemptsBefore.entrySet()) {
+                if (onKilled.contains(e.getKey()) && now.getOrDefault(e.getKey(), -1) <= e.getValue()) {
+                    return false;
+                }
+            }
+            return rest.checkpoints(jobId).path("counts").path("restored").asLong() > restoredBefore;
+        });
         JsonNode cps = rest.checkpoints(jobId);
         tl.restores = cps.path("counts").path("restored").asLong() - restoredBefore;
         tl.restoredCheckpointId = cps.path("latest").path("restored").path("id").asLong(-1);
         tl.restoreTimestampMs = cps.path("latest").path("restored").path("restore_timestamp").asLong(-1);
-        for (JsonNode e : rest.get("/jobs/" + jobId + "/exceptions").path("exceptionHistory").path("entries")) {
-            long ts = e.path("timestamp").asLong();
-            if (ts >= tl.killAtMs && (tl.failureDetectedAtMs < 0 || ts < tl.failureDetectedAtMs)) {
-                tl.failureDetectedAtMs = ts;
-                tl.firstFailure = e.path("exceptionName").asText().replaceAll(".*\\.", "") + " in "
-                        + e.path("taskName").asText() + " on " + e.path("taskManagerId").asText();
-            }
-        }
+        firstFailureAfter(tl);
         tl.collectSubtasks(rest, jobId, Set.of("window"));
         long allRunning = tl.allRunningAtMs;
         waitFor("a checkpoint after recovery", Duration.ofSeconds(60), () -> {
@@ -282,6 +288,49 @@ public final class ScenarioRunner implements AutoCloseable {
             }
         }
         step("recovered: " + tl.summary());
+    }
+
+    private Map<String, Integer> attemptsBefore = Map.of();
+    private Set<String> onKilled = Set.of();
+
+    /** "vertex#subtask" -> current attempt number, for every subtask of the job. */
+    private Map<String, Integer> attempts() {
+        Map<String, Integer> m = new HashMap<>();
+        for (JsonNode v : rest.job(jobId).path("vertices")) {
+            String vid = v.path("id").asText();
+            for (JsonNode s : rest.get("/jobs/" + jobId + "/vertices/" + vid).path("subtasks")) {
+                m.put(vid + "#" + s.path("subtask").asInt(), s.path("attempt").asInt());
+            }
+        }
+        return m;
+    }
+
+    /** "vertex#subtask" of every subtask running on one of the TaskManagers. */
+    private Set<String> subtasksOn(List<String> taskManagers) {
+        Set<String> out = new java.util.HashSet<>();
+        for (JsonNode v : rest.job(jobId).path("vertices")) {
+            String vid = v.path("id").asText();
+            for (JsonNode s : rest.get("/jobs/" + jobId + "/vertices/" + vid).path("subtasks")) {
+                if (taskManagers.contains(s.path("taskmanager-id").asText())) {
+                    out.add(vid + "#" + s.path("subtask").asInt());
+                }
+            }
+        }
+        return out;
+    }
+
+    /** Fills the first failure recorded at or after the kill; returns its timestamp or -1. */
+    private long firstFailureAfter(RecoveryTimeline tl) {
+        tl.failureDetectedAtMs = -1;
+        for (JsonNode e : rest.get("/jobs/" + jobId + "/exceptions").path("exceptionHistory").path("entries")) {
+            long ts = e.path("timestamp").asLong();
+            if (ts >= tl.killAtMs && (tl.failureDetectedAtMs < 0 || ts < tl.failureDetectedAtMs)) {
+                tl.failureDetectedAtMs = ts;
+                tl.firstFailure = e.path("exceptionName").asText().replaceAll(".*\\.", "") + " in "
+                        + e.path("taskName").asText() + " on " + e.path("taskManagerId").asText();
+            }
+        }
+        return tl.failureDetectedAtMs;
     }
 
     private static void compare(List<String> expected, List<String> actual, Result result) {

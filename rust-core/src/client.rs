@@ -225,18 +225,36 @@ impl Client {
         Ok(by_path.into_values().collect())
     }
 
-    /// Deletes `path` and, with `recursive`, everything under `path/`, on every live node.
-    pub async fn delete(&self, path: &str, recursive: bool) -> Result<DeleteStats> {
+    /// What `path` names: an object, an implicit directory (a prefix of at
+    /// least one object path followed by `/`), or nothing.
+    pub async fn path_kind(&self, path: &str) -> Result<PathKind> {
+        if let Some(s) = self.stat(path).await? {
+            return Ok(PathKind::Object(s));
+        }
+        let dir = dir_prefix(path);
+        Ok(if self.list(&dir).await?.is_empty() { PathKind::Missing } else { PathKind::Directory })
+    }
+
+    /// The direct children of directory `dir`: objects and implicit subdirectories.
+    pub async fn list_children(&self, dir: &str) -> Result<Vec<Child>> {
+        Ok(children_of(dir, &self.list(&dir_prefix(dir)).await?))
+    }
+
+    /// Deletes `path` and, with `recursive`, everything under `path/`, on
+    /// every live node. Reports the committed objects that were there.
+    pub async fn delete(&self, path: &str, recursive: bool) -> Result<DeleteReport> {
+        let mut objects = self.stat(path).await?.is_some() as u64;
         let mut targets = vec![DeleteTarget::Path(path.to_string())];
         if recursive {
-            let dir = if path.ends_with('/') { path.to_string() } else { format!("{path}/") };
+            let dir = dir_prefix(path);
+            objects += self.list(&dir).await?.len() as u64;
             targets.push(DeleteTarget::Prefix(dir));
         }
-        let mut total = DeleteStats::default();
+        let mut removed = DeleteStats::default();
         for t in &targets {
-            total += self.broadcast_delete(t).await?;
+            removed += self.broadcast_delete(t).await?;
         }
-        Ok(total)
+        Ok(DeleteReport { objects, removed })
     }
 
     pub(crate) async fn broadcast_delete(&self, target: &DeleteTarget) -> Result<DeleteStats> {
@@ -269,6 +287,63 @@ impl Client {
     }
 }
 
+/// What [`Client::delete`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeleteReport {
+    /// Committed objects found under the deleted path.
+    pub objects: u64,
+    /// Manifest copies, fragments and bytes removed, summed over the nodes.
+    pub removed: DeleteStats,
+}
+
+/// What a path names; see [`Client::path_kind`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PathKind {
+    Object(ObjectSummary),
+    Directory,
+    Missing,
+}
+
+/// One entry of a directory listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Child {
+    /// Full path of the child (no trailing `/`).
+    pub path: String,
+    pub is_dir: bool,
+    /// Object bytes; 0 for a directory.
+    pub length: u64,
+    /// Commit time of the object, or the newest object below a directory.
+    pub modified_unix_ms: u64,
+}
+
+/// `dir` with exactly one trailing `/`: the prefix its descendants share.
+pub fn dir_prefix(dir: &str) -> String {
+    format!("{}/", dir.trim_end_matches('/'))
+}
+
+/// Groups object summaries under `dir` into its direct children.
+pub fn children_of(dir: &str, objects: &[ObjectSummary]) -> Vec<Child> {
+    let prefix = dir_prefix(dir);
+    let mut out: BTreeMap<String, Child> = BTreeMap::new();
+    for o in objects {
+        let Some(rest) = o.path.strip_prefix(&prefix) else { continue };
+        if rest.is_empty() {
+            continue;
+        }
+        match rest.split_once('/') {
+            Some((name, _)) => {
+                let path = format!("{prefix}{name}");
+                let e = out.entry(path.clone()).or_insert(Child { path, is_dir: true, length: 0, modified_unix_ms: 0 });
+                e.modified_unix_ms = e.modified_unix_ms.max(o.created_unix_ms);
+            }
+            None => {
+                out.insert(o.path.clone(), Child { path: o.path.clone(), is_dir: false, length: o.length, modified_unix_ms: o.created_unix_ms });
+            }
+        }
+    }
+    out.into_values().collect()
+}
+
 /// Sends a delete to every live node; fails only if no node took it.
 pub(crate) async fn broadcast_delete(ctx: &Ctx, target: &DeleteTarget) -> Result<DeleteStats> {
     let live = ctx.transport.live_nodes();
@@ -291,5 +366,38 @@ pub(crate) async fn broadcast_delete(ctx: &Ctx, target: &DeleteTarget) -> Result
     match last_err {
         Some(e) if ok == 0 => Err(e),
         _ => Ok(total),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(path: &str, length: u64, t: u64) -> ObjectSummary {
+        ObjectSummary { path: path.into(), length, created_unix_ms: t, write_id: 0 }
+    }
+
+    #[test]
+    fn children_group_implicit_directories() {
+        let objs = [
+            obj("fs://c/ck/job/chk-1/a", 10, 5),
+            obj("fs://c/ck/job/chk-1/b", 20, 7),
+            obj("fs://c/ck/job/chk-10/_metadata", 3, 9),
+            obj("fs://c/ck/job/shared/x/y", 1, 2),
+            obj("fs://c/ck/job/taskowned", 4, 1),
+            obj("fs://c/ck/jobber/z", 1, 1),
+        ];
+        let kids = children_of("fs://c/ck/job/", &objs);
+        let names: Vec<(&str, bool, u64, u64)> = kids.iter().map(|c| (c.path.as_str(), c.is_dir, c.length, c.modified_unix_ms)).collect();
+        assert_eq!(
+            names,
+            vec![
+                ("fs://c/ck/job/chk-1", true, 0, 7),
+                ("fs://c/ck/job/chk-10", true, 0, 9),
+                ("fs://c/ck/job/shared", true, 0, 2),
+                ("fs://c/ck/job/taskowned", false, 4, 1),
+            ]
+        );
+        assert_eq!(dir_prefix("a/b//"), "a/b/");
     }
 }

@@ -359,8 +359,9 @@ fn recursive_delete_respects_directory_boundaries() {
             write(&c, p, &payload(30_000, 1), 7000).await;
         }
         assert_eq!(c.list("job/").await.unwrap().len(), 4);
-        let st = c.delete("job/chk-1", true).await.unwrap();
-        assert_eq!((st.manifests, st.fragments), (2 * 6, 2 * 6));
+        let report = c.delete("job/chk-1", true).await.unwrap();
+        assert_eq!(report.objects, 2);
+        assert_eq!((report.removed.manifests, report.removed.fragments), (2 * 6, 2 * 6));
         let left: Vec<_> = c.list("job/").await.unwrap().into_iter().map(|s| s.path).collect();
         assert_eq!(left, vec!["job/chk-10/a", "job/chk-2/a"]);
         assert!(c.stat("job/chk-1/a").await.unwrap().is_none());

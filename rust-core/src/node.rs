@@ -1,0 +1,209 @@
+//! A process's fragstate node, assembled from one [`NodeConfig`]: the client
+//! every stream of the process uses and the storage it reaches — an
+//! in-process mesh (`embedded`, for local Flink execution) or, once the
+//! network layer is in, a networked node (`cluster`). The JNI layer keeps one
+//! per JVM; the CLI can build one too.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::mesh::Mesh;
+use crate::params::{CodingParams, Compression, ZSTD_LEVELS};
+use crate::store::FragmentStore;
+use crate::{Client, ClientConfig};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// An in-process mesh of `local_mesh_nodes` nodes (MiniCluster, IDE runs).
+    #[default]
+    Embedded,
+    /// A libp2p node that joins the cluster.
+    Cluster,
+}
+
+/// Everything a node needs; the Flink plugin builds it from `FragstateOptions`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct NodeConfig {
+    pub mode: Mode,
+    pub data_fragments: usize,
+    pub parity_fragments: usize,
+    pub cell_size: u64,
+    /// `none`, `zstd` (level 3) or `zstd:LEVEL`.
+    pub compression: String,
+    pub local_mesh_nodes: usize,
+    /// Disk stores under this directory; in memory when absent.
+    pub store_dir: Option<String>,
+    /// Byte budget of this process's stores (split evenly over an embedded mesh).
+    pub store_memory: u64,
+    pub listen: Option<String>,
+    pub bootstrap: Vec<String>,
+    pub cluster_key_file: Option<String>,
+    pub insecure_no_cluster_key: bool,
+    pub failure_domain: Option<String>,
+    pub read_ahead: usize,
+    pub log_level: String,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        let p = CodingParams::default();
+        NodeConfig {
+            mode: Mode::Embedded,
+            data_fragments: p.k(),
+            parity_fragments: p.m(),
+            cell_size: p.cell_size() as u64,
+            compression: "none".into(),
+            local_mesh_nodes: 6,
+            store_dir: None,
+            store_memory: 4 << 30,
+            listen: None,
+            bootstrap: Vec::new(),
+            cluster_key_file: None,
+            insecure_no_cluster_key: false,
+            failure_domain: None,
+            read_ahead: ClientConfig::default().read_ahead,
+            log_level: "info".into(),
+        }
+    }
+}
+
+/// Parses `none`, `zstd` or `zstd:LEVEL`.
+pub fn parse_compression(s: &str) -> Result<Compression> {
+    let allowed = || format!("none, zstd or zstd:LEVEL with {} ≤ LEVEL ≤ {}", ZSTD_LEVELS.start(), ZSTD_LEVELS.end());
+    match s.trim() {
+        "none" | "" => Ok(Compression::None),
+        "zstd" => Ok(Compression::Zstd { level: 3 }),
+        other => match other.strip_prefix("zstd:").map(str::parse::<i32>) {
+            Some(Ok(level)) if ZSTD_LEVELS.contains(&level) => Ok(Compression::Zstd { level }),
+            _ => Err(Error::invalid("compression", other, allowed())),
+        },
+    }
+}
+
+impl NodeConfig {
+    pub fn from_json(json: &str) -> Result<Self> {
+        serde_json::from_str(json).map_err(|e| Error::invalid("node configuration", json, format!("a JSON object of known keys ({e})")))
+    }
+
+    pub fn coding_params(&self) -> Result<CodingParams> {
+        CodingParams::new(self.data_fragments, self.parity_fragments, self.cell_size, parse_compression(&self.compression)?)
+    }
+
+    pub fn client_config(&self) -> Result<ClientConfig> {
+        let params = self.coding_params()?;
+        let cfg = ClientConfig { params, read_ahead: self.read_ahead, hedge: params.m().min(1), ..ClientConfig::default() };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+/// A running node.
+pub struct Node {
+    config: NodeConfig,
+    client: Client,
+    mesh: Option<Arc<Mesh>>,
+}
+
+impl Node {
+    pub fn start(config: NodeConfig) -> Result<Node> {
+        let client_config = config.client_config()?;
+        match config.mode {
+            Mode::Embedded => {
+                let n = config.local_mesh_nodes;
+                let needed = client_config.params.fragments();
+                if n < needed {
+                    return Err(Error::invalid(
+                        "local mesh nodes",
+                        n,
+                        format!("at least k + m = {needed} (one node per fragment), at most 64"),
+                    ));
+                }
+                if n > 64 {
+                    return Err(Error::invalid("local mesh nodes", n, format!("{needed} ≤ nodes ≤ 64")));
+                }
+                let budget = config.store_memory / n as u64;
+                let stores = (0..n)
+                    .map(|i| {
+                        let name = format!("mesh-{i}");
+                        let store = match &config.store_dir {
+                            Some(dir) => FragmentStore::open_dir(name.clone(), &Path::new(dir).join(&name), budget, true)?,
+                            None => FragmentStore::in_memory(name.clone(), budget),
+                        };
+                        Ok((name, store))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let mesh = Mesh::from_stores(stores);
+                let client = Client::new(mesh.clone(), client_config)?;
+                tracing::info!(nodes = n, k = config.data_fragments, m = config.parity_fragments, dir = ?config.store_dir, "embedded fragstate mesh started");
+                Ok(Node { config, client, mesh: Some(mesh) })
+            }
+            Mode::Cluster => Err(Error::invalid(
+                "mode",
+                "cluster",
+                "embedded (this build has no network layer yet)",
+            )),
+        }
+    }
+
+    pub fn config(&self) -> &NodeConfig {
+        &self.config
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The in-process mesh, in embedded mode (fault injection for tests).
+    pub fn mesh(&self) -> Option<&Arc<Mesh>> {
+        self.mesh.as_ref()
+    }
+
+    /// Counters and holdings as one JSON object, for metrics.
+    pub fn stats_json(&self) -> String {
+        let live = self.client.transport().live_nodes();
+        let (mut fragments, mut bytes, mut manifests) = (0u64, 0u64, 0u64);
+        if let Some(mesh) = &self.mesh {
+            for id in mesh.node_ids() {
+                if let Ok(s) = mesh.store(&id) {
+                    let u = s.usage();
+                    fragments += u.fragments;
+                    bytes += u.bytes;
+                    manifests += u.manifests;
+                }
+            }
+        }
+        serde_json::json!({
+            "mode": self.config.mode,
+            "liveNodes": live.len(),
+            "fragmentsHeld": fragments,
+            "bytesHeld": bytes,
+            "manifestsHeld": manifests,
+            "client": self.client.stats(),
+        })
+        .to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_json_defaults_and_errors() {
+        let c = NodeConfig::from_json("{}").unwrap();
+        assert_eq!(c, NodeConfig::default());
+        let c = NodeConfig::from_json(r#"{"dataFragments":6,"parityFragments":3,"compression":"zstd:5","localMeshNodes":9}"#).unwrap();
+        assert_eq!(c.coding_params().unwrap().compression(), Compression::Zstd { level: 5 });
+        let e = NodeConfig::from_json(r#"{"dataFragmentz":6}"#).unwrap_err().to_string();
+        assert!(e.contains("unknown field `dataFragmentz`"), "{e}");
+        let e = parse_compression("zstd:30").unwrap_err().to_string();
+        assert!(e.contains("invalid compression = zstd:30") && e.contains("1 ≤ LEVEL ≤ 19"), "{e}");
+        let e = Node::start(NodeConfig { local_mesh_nodes: 5, ..NodeConfig::default() }).err().unwrap().to_string();
+        assert!(e.contains("invalid local mesh nodes = 5: allowed at least k + m = 6"), "{e}");
+    }
+}

@@ -91,6 +91,7 @@ pub(crate) struct Counters {
 
 /// A snapshot of [`Counters`], serializable to JSON for metrics.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ClientStats {
     pub objects_written: u64,
     pub bytes_written: u64,

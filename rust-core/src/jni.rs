@@ -263,7 +263,7 @@ fn init_logging(env: &mut JNIEnv, level: &str) -> JResult<()> {
         let registry = tracing_subscriber::registry().with(filter);
         let result = match layer {
             Some(l) => tracing::subscriber::set_global_default(registry.with(l)),
-            None => tracing::subscriber::set_global_default(registry.with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))),
+            None => tracing::subscriber::set_global_default(registry.with(tracing_subscriber::fmt::layer().with_ansi(false).with_writer(std::io::stderr))),
         };
         if result.is_err() {
             eprintln!("fragstate: a tracing subscriber was already installed; native logs go there");

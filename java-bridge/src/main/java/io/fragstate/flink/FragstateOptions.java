@@ -64,7 +64,7 @@ public final class FragstateOptions {
                     .stringType()
                     .defaultValue("none")
                     .withDescription(
-                            "'none' or 'zstd:LEVEL' with 1 ≤ LEVEL ≤ 19, applied before erasure"
+                            "'none', 'zstd' (level 3) or 'zstd:LEVEL' with 1 ≤ LEVEL ≤ 19, applied before erasure"
                                     + " coding. zstd pays only where the network is slower than"
                                     + " zstd itself (≈ 0.34 GB/s per core at level 1).");
 
@@ -100,16 +100,17 @@ public final class FragstateOptions {
                     .stringType()
                     .noDefaultValue()
                     .withDescription(
-                            "Directory for the fragments this node holds. Unset: fragments are"
-                                    + " kept in memory (bounded by fragstate.store.memory).");
+                            "Directory for the fragments this process's node holds. Unset: fragments"
+                                    + " are kept in memory.");
 
     public static final ConfigOption<MemorySize> STORE_MEMORY =
             ConfigOptions.key("fragstate.store.memory")
                     .memoryType()
-                    .noDefaultValue()
+                    .defaultValue(MemorySize.parse("4g"))
                     .withDescription(
-                            "Upper bound of fragment bytes a node keeps in memory (unset: no"
-                                    + " bound). A full store is reported, not silently dropped.");
+                            "Byte budget of the fragment stores of this process (split evenly over"
+                                    + " an embedded mesh). A full store fails the write with a clear"
+                                    + " error; nothing is dropped silently.");
 
     public static final ConfigOption<String> LOCAL_BACKEND =
             ConfigOptions.key("fragstate.local-backend")

@@ -28,7 +28,9 @@ import java.util.regex.Pattern;
  * core enforces (so that a bad value fails at startup, naming the key, and not at the first
  * checkpoint) and rendered as the JSON that {@link FragstateNative#startNode} takes.
  */
-public final class FragstateSettings {
+public final class FragstateSettings implements java.io.Serializable {
+
+    private static final long serialVersionUID = 1L;
 
     public enum Mode {
         EMBEDDED,
@@ -155,6 +157,8 @@ public final class FragstateSettings {
         if (storeMemory != null) {
             sb.append(",\"storeMemory\":").append(storeMemory);
         }
+        sb.append(',');
+        field(sb, "logLevel", logLevel());
         if (mode == Mode.CLUSTER) {
             sb.append(',');
             field(sb, "listen", listen);
@@ -169,6 +173,21 @@ public final class FragstateSettings {
             field(sb, "clusterKeyFile", clusterKeyFile);
         }
         return sb.append('}').toString();
+    }
+
+    /** The native side logs through {@link NativeLog}; it need not produce what SLF4J drops. */
+    private static String logLevel() {
+        org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger("fragstate");
+        if (log.isTraceEnabled()) {
+            return "trace";
+        } else if (log.isDebugEnabled()) {
+            return "debug";
+        } else if (log.isInfoEnabled()) {
+            return "info";
+        } else if (log.isWarnEnabled()) {
+            return "warn";
+        }
+        return "error";
     }
 
     @Override
@@ -228,6 +247,9 @@ public final class FragstateSettings {
         if (s.equals("none")) {
             return s;
         }
+        if (s.equals("zstd")) {
+            return "zstd:3";
+        }
         Matcher m = ZSTD.matcher(s);
         if (m.matches()) {
             int level;
@@ -240,7 +262,7 @@ public final class FragstateSettings {
                 return "zstd:" + level;
             }
         }
-        throw bad(FragstateOptions.COMPRESSION, v, "'none' or 'zstd:LEVEL' with 1 ≤ LEVEL ≤ 19");
+        throw bad(FragstateOptions.COMPRESSION, v, "'none', 'zstd' or 'zstd:LEVEL' with 1 ≤ LEVEL ≤ 19");
     }
 
     private static URI parseCheckpointDir(String v) {

@@ -1,0 +1,90 @@
+/*
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.fragstate.flink;
+
+import org.apache.flink.api.common.JobID;
+import org.apache.flink.configuration.CheckpointingOptions;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.IllegalConfigurationException;
+import org.apache.flink.configuration.ReadableConfig;
+import org.apache.flink.core.fs.Path;
+import org.apache.flink.runtime.state.CheckpointStorage;
+import org.apache.flink.runtime.state.CheckpointStorageAccess;
+import org.apache.flink.runtime.state.CompletedCheckpointStorageLocation;
+import org.apache.flink.runtime.state.ConfigurableCheckpointStorage;
+import org.apache.flink.runtime.state.storage.FileSystemCheckpointStorage;
+
+import java.io.IOException;
+import java.net.URI;
+
+/**
+ * Checkpoint storage on {@code fragstate://}: Flink's own {@link FileSystemCheckpointStorage}
+ * pointed at {@link FragstateOptions#CHECKPOINT_DIR}, so checkpoint and savepoint metadata record
+ * plain {@code FileStateHandle}s that stock Flink reads back. It also carries the node settings,
+ * so that the TaskManager that deserializes it starts its node with the job's options.
+ */
+public class FragstateCheckpointStorage implements CheckpointStorage, ConfigurableCheckpointStorage {
+
+    private static final long serialVersionUID = 1L;
+
+    private final FragstateSettings settings;
+    private final FileSystemCheckpointStorage delegate;
+
+    /** With the options of {@code config} (defaults for everything unset). */
+    public FragstateCheckpointStorage(ReadableConfig config) {
+        this(FragstateSettings.fromConfig(config), config);
+    }
+
+    FragstateCheckpointStorage(FragstateSettings settings, ReadableConfig config) {
+        this.settings = settings;
+        URI dir = settings.checkpointDir();
+        Configuration c = new Configuration();
+        config.toMap().forEach(c::setString);
+        if (c.get(CheckpointingOptions.SAVEPOINT_DIRECTORY) == null) {
+            c.set(CheckpointingOptions.SAVEPOINT_DIRECTORY, FragstateFileSystem.SCHEME + "://" + dir.getAuthority() + "/savepoints");
+        }
+        try {
+            this.delegate =
+                    new FileSystemCheckpointStorage(new Path(dir), -1, -1)
+                            .configure(c, Thread.currentThread().getContextClassLoader());
+        } catch (IllegalArgumentException e) {
+            throw new IllegalConfigurationException("fragstate: invalid checkpoint storage configuration: " + e.getMessage(), e);
+        }
+        FragstateNode.configure(settings);
+    }
+
+    @Override
+    public FragstateCheckpointStorage configure(ReadableConfig config, ClassLoader classLoader) {
+        return new FragstateCheckpointStorage(config);
+    }
+
+    @Override
+    public CompletedCheckpointStorageLocation resolveCheckpoint(String externalPointer) throws IOException {
+        FragstateNode.configure(settings);
+        return delegate.resolveCheckpoint(externalPointer);
+    }
+
+    @Override
+    public CheckpointStorageAccess createCheckpointStorage(JobID jobId) throws IOException {
+        FragstateNode.configure(settings);
+        return delegate.createCheckpointStorage(jobId);
+    }
+
+    public Path getCheckpointPath() {
+        return delegate.getCheckpointPath();
+    }
+
+    public Path getSavepointPath() {
+        return delegate.getSavepointPath();
+    }
+
+    FragstateSettings settings() {
+        return settings;
+    }
+
+    @Override
+    public String toString() {
+        return "FragstateCheckpointStorage{checkpoints=" + getCheckpointPath() + ", savepoints=" + getSavepointPath() + "}";
+    }
+}

@@ -1,0 +1,231 @@
+/*
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.fragstate.flink;
+
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.IllegalConfigurationException;
+import org.apache.flink.configuration.JobManagerOptions;
+import org.apache.flink.core.fs.FileSystem;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** Every bound of every option, and the JSON the node starts with. No native library needed. */
+class FragstateSettingsTest {
+
+    private static FragstateSettings settings(String... kv) {
+        Configuration c = new Configuration();
+        for (int i = 0; i < kv.length; i += 2) {
+            c.setString(kv[i], kv[i + 1]);
+        }
+        return FragstateSettings.fromConfig(c);
+    }
+
+    /** Asserts the failure names the key, the value and the allowed range. */
+    private static void rejects(String key, String value, String allowed, String... more) {
+        String[] kv = new String[more.length + 2];
+        kv[0] = key;
+        kv[1] = value;
+        System.arraycopy(more, 0, kv, 2, more.length);
+        assertThatThrownBy(() -> settings(kv))
+                .isInstanceOf(IllegalConfigurationException.class)
+                .hasMessageContaining(key)
+                .hasMessageContaining(value)
+                .hasMessageContaining(allowed);
+    }
+
+    @Test
+    void defaults() {
+        FragstateSettings s = settings();
+        assertThat(s.mode()).isEqualTo(FragstateSettings.Mode.EMBEDDED);
+        assertThat(s.localBackend()).isEqualTo(FragstateSettings.LocalBackend.HASHMAP);
+        assertThat(s.checkpointDir().toString()).isEqualTo("fragstate://flink/checkpoints");
+        assertThat(s.toNodeJson())
+                .startsWith(
+                        "{\"mode\":\"embedded\",\"dataFragments\":4,\"parityFragments\":2,"
+                                + "\"cellSize\":1048576,\"compression\":\"none\",\"localMeshNodes\":6,"
+                                + "\"storeDir\":null,\"storeMemory\":4294967296,\"logLevel\":\"");
+    }
+
+    @Test
+    void dataFragmentsLowerBound() {
+        rejects("fragstate.data-fragments", "0", "1 ≤ k ≤ 32");
+        assertThat(settings("fragstate.data-fragments", "1").dataFragments).isEqualTo(1);
+    }
+
+    @Test
+    void dataFragmentsUpperBound() {
+        rejects("fragstate.data-fragments", "33", "1 ≤ k ≤ 32", "fragstate.parity-fragments", "0");
+        assertThat(
+                        settings(
+                                        "fragstate.data-fragments", "32",
+                                        "fragstate.parity-fragments", "0",
+                                        "fragstate.local-mesh.nodes", "32")
+                                .dataFragments)
+                .isEqualTo(32);
+    }
+
+    @Test
+    void parityFragmentsLowerBound() {
+        rejects("fragstate.parity-fragments", "-1", "m ≥ 0");
+        assertThat(settings("fragstate.parity-fragments", "0").parityFragments).isZero();
+    }
+
+    @Test
+    void totalFragmentsUpperBound() {
+        rejects(
+                "fragstate.parity-fragments",
+                "3",
+                "k + m ≤ 32 (k = fragstate.data-fragments = 30)",
+                "fragstate.data-fragments",
+                "30",
+                "fragstate.local-mesh.nodes",
+                "40");
+        FragstateSettings s =
+                settings(
+                        "fragstate.data-fragments", "30",
+                        "fragstate.parity-fragments", "2",
+                        "fragstate.local-mesh.nodes", "32");
+        assertThat(s.dataFragments + s.parityFragments).isEqualTo(32);
+    }
+
+    @Test
+    void cellSizeBounds() {
+        rejects("fragstate.cell-size", "4095", "4 KiB ≤ cell size ≤ 64 MiB");
+        rejects("fragstate.cell-size", String.valueOf(64L * 1024 * 1024 + 1), "4 KiB ≤ cell size ≤ 64 MiB");
+        assertThat(settings("fragstate.cell-size", "4kb").cellSize).isEqualTo(4096);
+        assertThat(settings("fragstate.cell-size", "64mb").cellSize).isEqualTo(64L * 1024 * 1024);
+    }
+
+    @Test
+    void cellSizeUnparsable() {
+        assertThatThrownBy(() -> settings("fragstate.cell-size", "lots"))
+                .isInstanceOf(IllegalConfigurationException.class)
+                .hasMessageContaining("fragstate.cell-size")
+                .hasMessageContaining("lots");
+    }
+
+    @Test
+    void intOptionUnparsable() {
+        assertThatThrownBy(() -> settings("fragstate.data-fragments", "four"))
+                .isInstanceOf(IllegalConfigurationException.class)
+                .hasMessageContaining("fragstate.data-fragments")
+                .hasMessageContaining("four");
+    }
+
+    @Test
+    void zstdLevelBounds() {
+        rejects("fragstate.compression", "zstd:0", "1 ≤ LEVEL ≤ 19");
+        rejects("fragstate.compression", "zstd:20", "1 ≤ LEVEL ≤ 19");
+        rejects("fragstate.compression", "zstd:99999999999", "1 ≤ LEVEL ≤ 19");
+        rejects("fragstate.compression", "gzip", "'none', 'zstd' or 'zstd:LEVEL'");
+        assertThat(settings("fragstate.compression", "zstd:1").compression).isEqualTo("zstd:1");
+        assertThat(settings("fragstate.compression", "ZSTD:19").compression).isEqualTo("zstd:19");
+        assertThat(settings("fragstate.compression", "none").compression).isEqualTo("none");
+        assertThat(settings("fragstate.compression", "zstd").compression).isEqualTo("zstd:3");
+    }
+
+    @Test
+    void enumsNameTheirValues() {
+        rejects("fragstate.local-backend", "forst", "hashmap | rocksdb");
+        rejects("fragstate.mode", "p2p", "embedded | cluster");
+        assertThat(settings("fragstate.local-backend", "RocksDB").localBackend())
+                .isEqualTo(FragstateSettings.LocalBackend.ROCKSDB);
+    }
+
+    @Test
+    void localMeshMustHoldEveryFragment() {
+        rejects("fragstate.local-mesh.nodes", "5", "at least k + m = 6");
+        rejects("fragstate.local-mesh.nodes", "1000", "1 … 256", "fragstate.parity-fragments", "0");
+        assertThat(settings("fragstate.local-mesh.nodes", "6").localMeshNodes).isEqualTo(6);
+    }
+
+    @Test
+    void storeMemoryLowerBound() {
+        rejects("fragstate.store.memory", "1 kb", "at least 4 KiB");
+        assertThat(settings("fragstate.store.memory", "64mb").storeMemory).isEqualTo(64L << 20);
+    }
+
+    @Test
+    void checkpointDirMustBeFragstateWithAuthority() {
+        rejects("fragstate.checkpoint-dir", "file:///tmp/cp", "fragstate://AUTHORITY/PATH");
+        rejects("fragstate.checkpoint-dir", "fragstate:///cp", "fragstate://AUTHORITY/PATH");
+        assertThat(settings("fragstate.checkpoint-dir", "fragstate://prod/cp").checkpointDir().getAuthority())
+                .isEqualTo("prod");
+    }
+
+    @Test
+    void clusterModeNeedsAKeyFile() {
+        assertThatThrownBy(() -> settings("fragstate.mode", "cluster", JobManagerOptions.ADDRESS.key(), "jm"))
+                .isInstanceOf(IllegalConfigurationException.class)
+                .hasMessageContaining("fragstate.cluster-key-file");
+    }
+
+    @Test
+    void clusterBootstrapDefaultsToTheJobManager() {
+        FragstateSettings dns =
+                settings(
+                        "fragstate.mode", "cluster",
+                        "fragstate.cluster-key-file", "/etc/fragstate/key",
+                        "fragstate.listen", "/ip4/127.0.0.1/tcp/0",
+                        JobManagerOptions.ADDRESS.key(), "jobmanager.example");
+        assertThat(dns.bootstrap).containsExactly("/dns4/jobmanager.example/tcp/6130");
+        assertThat(dns.toNodeJson())
+                .contains("\"mode\":\"cluster\"")
+                .contains("\"listen\":\"/ip4/127.0.0.1/tcp/0\"")
+                .contains("\"bootstrap\":[\"/dns4/jobmanager.example/tcp/6130\"]")
+                .contains("\"clusterKeyFile\":\"/etc/fragstate/key\"")
+                .doesNotContain("localMeshNodes");
+        FragstateSettings ip =
+                settings(
+                        "fragstate.mode", "cluster",
+                        "fragstate.cluster-key-file", "/k",
+                        "fragstate.listen", "/ip4/127.0.0.1/tcp/0",
+                        JobManagerOptions.ADDRESS.key(), "10.1.2.3");
+        assertThat(ip.bootstrap).containsExactly("/ip4/10.1.2.3/tcp/6130");
+        FragstateSettings explicit =
+                settings(
+                        "fragstate.mode", "cluster",
+                        "fragstate.cluster-key-file", "/k",
+                        "fragstate.listen", "/ip4/127.0.0.1/tcp/0",
+                        "fragstate.bootstrap", "/ip4/127.0.0.1/tcp/7001, /ip4/127.0.0.1/tcp/7002");
+        assertThat(explicit.bootstrap).containsExactly("/ip4/127.0.0.1/tcp/7001", "/ip4/127.0.0.1/tcp/7002");
+        rejects("fragstate.bootstrap", "127.0.0.1:6130", "multiaddr", "fragstate.mode", "cluster", "fragstate.cluster-key-file", "/k", "fragstate.listen", "/ip4/127.0.0.1/tcp/0");
+    }
+
+    @Test
+    void jsonEscapesStrings() {
+        assertThat(settings("fragstate.store.dir", "/tmp/a \"b\"\\c").toNodeJson())
+                .contains("\"storeDir\":\"/tmp/a \\\"b\\\"\\\\c\"");
+    }
+
+    @Test
+    void fileSystemInitializeFailsOnABadValue() {
+        Configuration bad = Configuration.fromMap(Map.of("fragstate.data-fragments", "0"));
+        try {
+            assertThatThrownBy(() -> FileSystem.initialize(bad, null))
+                    .isInstanceOf(IllegalConfigurationException.class)
+                    .hasMessageContaining("fragstate.data-fragments");
+        } finally {
+            FileSystem.initialize(new Configuration(), null);
+        }
+    }
+
+    @Test
+    void stateBackendFactoryFailsOnABadValue() {
+        Configuration bad = Configuration.fromMap(Map.of("fragstate.cell-size", "1b"));
+        assertThatThrownBy(
+                        () -> new FragstateStateBackendFactory().createFromConfig(bad, getClass().getClassLoader()))
+                .isInstanceOf(IllegalConfigurationException.class)
+                .hasMessageContaining("fragstate.cell-size");
+        assertThatThrownBy(
+                        () -> new FragstateCheckpointStorageFactory().createFromConfig(bad, getClass().getClassLoader()))
+                .isInstanceOf(IllegalConfigurationException.class)
+                .hasMessageContaining("fragstate.cell-size");
+    }
+}

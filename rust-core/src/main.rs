@@ -190,8 +190,8 @@ fn bench_codec(coding: &CodingArgs, size: u64, lost: Option<usize>, repeat: usiz
 
 fn bench_mesh(coding: &CodingArgs, nodes: usize, failed: usize, size: u64, chunk: u64, threads: usize) -> fragstate::Result<()> {
     let params = coding.params()?;
-    if failed > params.m() {
-        return Err(fragstate::Error::invalid("failed", failed, format!("0 ≤ failed ≤ m = {} (more losses cannot be read)", params.m())));
+    if failed > params.fragments() {
+        return Err(fragstate::Error::invalid("failed", failed, format!("0 ≤ failed ≤ k + m = {}", params.fragments())));
     }
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(threads.max(1)).enable_all().build().map_err(|e| fragstate::Error::io("start runtime", e))?;
     rt.block_on(async {
@@ -227,7 +227,16 @@ fn bench_mesh(coding: &CodingArgs, nodes: usize, failed: usize, size: u64, chunk
         let mut buf = vec![0u8; chunk as usize];
         let mut total = 0u64;
         loop {
-            let n = r.read(&mut buf).await?;
+            let n = match r.read(&mut buf).await {
+                Ok(n) => n,
+                // More losses than m: show what a reader is told, then stop.
+                Err(e) if failed > params.m() => {
+                    println!("write  {:6.2} GB/s  ({:.2} s)", gbps(size, write), write.as_secs_f64());
+                    println!("read   failed after {total} bytes, as it must with {failed} > m = {} holders lost:\n       {e}", params.m());
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            };
             if n == 0 {
                 break;
             }

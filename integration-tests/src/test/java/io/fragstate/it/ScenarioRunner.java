@@ -218,10 +218,6 @@ public final class ScenarioRunner implements AutoCloseable {
                     return rest.completedCheckpoints(jobId) >= plan.minCompletedCheckpoints()
                             && generatorSecond.get() >= plan.minGeneratorSecond();
                 });
-        if (plan.trigger() == Scenario.Trigger.DURING_CHECKPOINT) {
-            waitFor("a checkpoint in progress", Duration.ofSeconds(60),
-                    () -> rest.checkpoints(jobId).path("counts").path("in_progress").asInt() > 0);
-        }
         String windowVertex = rest.vertexId(jobId, "window");
         List<String> victims = new ArrayList<>(rest.taskManagersOf(jobId, windowVertex));
         if (victims.size() < plan.taskManagers()) {
@@ -242,6 +238,11 @@ public final class ScenarioRunner implements AutoCloseable {
         for (String tm : victims) {
             pids.add(Long.parseLong(Shell.bash(repo, Duration.ofSeconds(10), "ci/lib/flink-cluster.sh", "pid",
                     flinkDir.toString(), tm).strip()));
+        }
+        if (plan.trigger() == Scenario.Trigger.DURING_CHECKPOINT) {
+            // everything else is prepared: kill as soon as a checkpoint is seen in progress
+            waitFor("a checkpoint in progress", Duration.ofSeconds(60),
+                    () -> rest.checkpoints(jobId).path("counts").path("in_progress").asInt() > 0);
         }
         tl.killAtMs = System.currentTimeMillis();
         List<String> kill = new ArrayList<>(List.of("kill", "-9"));

@@ -81,6 +81,7 @@ public class FragstateStateBackend extends AbstractStateBackend
     public <K> AbstractKeyedStateBackend<K> createKeyedStateBackend(
             KeyedStateBackendParameters<K> parameters) throws IOException {
         FragstateNode.configure(settings);
+        FragstateMetrics.registerFor(parameters.getEnv().getMetricGroup());
         return local.createKeyedStateBackend(parameters);
     }
 
@@ -88,6 +89,7 @@ public class FragstateStateBackend extends AbstractStateBackend
     public OperatorStateBackend createOperatorStateBackend(
             OperatorStateBackendParameters parameters) throws Exception {
         FragstateNode.configure(settings);
+        FragstateMetrics.registerFor(parameters.getEnv().getMetricGroup());
         return local.createOperatorStateBackend(parameters);
     }
 

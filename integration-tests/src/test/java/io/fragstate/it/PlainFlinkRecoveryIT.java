@@ -3,35 +3,67 @@ package io.fragstate.it;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
 /**
- * Scenario h of issue 5: the plain Flink setup (HashMap state backend, {@code file://}
- * checkpoints) through the same harness the fragstate scenarios use. A TaskManager running
- * stateful window subtasks is killed with SIGKILL after a few checkpoints; the committed output
- * must equal the reference computation exactly.
+ * The plain Flink setup (HashMap state backend, {@code file://} checkpoints) through the same
+ * harness the fragstate scenarios use: the reference that the harness itself is right.
+ *
+ * <p>Scenario h (kill -9 of a TaskManager with stateful subtasks) always runs. The plain-Flink
+ * versions of the cluster restart (d) and savepoint + rescale (e) flows run with
+ * {@code -Dfragstate.it.full=true} (full tier).
  */
 class PlainFlinkRecoveryIT {
-    @Test
-    @Timeout(value = 12, unit = java.util.concurrent.TimeUnit.MINUTES)
-    void scenarioH_killOneTaskManager_exactlyOnce() throws Exception {
+    private static ScenarioRunner.Result run(Scenario s) throws Exception {
         Path repo = Path.of(System.getProperty("fragstate.repo", ".."));
         Path jobJar = Path.of(System.getProperty("fragstate.job.jar",
                 "../flink-examples/traffic-monitoring/target/traffic-monitoring-0.1.0-SNAPSHOT.jar"));
-        ScenarioRunner.Result r;
-        try (ScenarioRunner runner = new ScenarioRunner(Scenario.plainFlinkKillOneTaskManager(), repo, jobJar)) {
-            r = runner.run();
+        try (ScenarioRunner runner = new ScenarioRunner(s, repo, jobJar)) {
+            return runner.run();
         }
+    }
+
+    private static void assertExactlyOnce(ScenarioRunner.Result r) {
+        assertThat(r.expectedNotifications).isGreaterThan(1000);
+        assertThat(r.missing).as("notifications lost").isEmpty();
+        assertThat(r.duplicatesOrUnexpected).as("notifications duplicated or wrong").isEmpty();
+        assertThat(r.committedNotifications).isEqualTo(r.expectedNotifications);
+    }
+
+    @Test
+    @Timeout(value = 12, unit = TimeUnit.MINUTES)
+    void scenarioH_killOneTaskManager_exactlyOnce() throws Exception {
+        ScenarioRunner.Result r = run(Scenario.plainFlinkKillOneTaskManager());
         RecoveryTimeline tl = r.timeline;
         assertThat(tl.killedTaskManagers).hasSize(1);
         assertThat(tl.statefulSubtasksOnKilled).as("the killed TaskManager ran stateful subtasks").isNotEmpty();
         assertThat(tl.restores).as("the job restored from a checkpoint").isGreaterThanOrEqualTo(1);
         assertThat(tl.detectionMs()).as("failure detected after the kill").isBetween(0L, 30_000L);
         assertThat(tl.killToRunningMs()).as("kill -> all subtasks RUNNING").isBetween(0L, 120_000L);
-        assertThat(r.expectedNotifications).isGreaterThan(1000);
-        assertThat(r.missing).as("notifications lost").isEmpty();
-        assertThat(r.duplicatesOrUnexpected).as("notifications duplicated or wrong").isEmpty();
-        assertThat(r.committedNotifications).isEqualTo(r.expectedNotifications);
+        assertThat(tl.subtasks).allSatisfy(s -> assertThat(s.initializingMs).isNotNegative());
+        assertExactlyOnce(r);
+    }
+
+    @Test
+    @EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
+    @Timeout(value = 12, unit = TimeUnit.MINUTES)
+    void scenarioD_plainFlink_restartWholeCluster_exactlyOnce() throws Exception {
+        ScenarioRunner.Result r = run(Scenario.plainFlinkRestartCluster());
+        assertThat(r.timeline.restoredCheckpointId).as("resumed from a retained checkpoint").isPositive();
+        assertThat(r.timeline.killToRunningMs()).isPositive();
+        assertExactlyOnce(r);
+    }
+
+    @Test
+    @EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
+    @Timeout(value = 12, unit = TimeUnit.MINUTES)
+    void scenarioE_plainFlink_savepointCancelRescale_exactlyOnce() throws Exception {
+        ScenarioRunner.Result r = run(Scenario.plainFlinkSavepointRescale());
+        assertThat(r.timeline.restoredCheckpointId).as("resumed from the savepoint").isPositive();
+        assertThat(r.timeline.subtasks).filteredOn(s -> s.vertex.contains("window")).hasSize(3);
+        assertExactlyOnce(r);
     }
 }

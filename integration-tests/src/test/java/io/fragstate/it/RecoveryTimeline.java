@@ -11,7 +11,14 @@ import java.util.Set;
  * with the harness' clock).
  */
 public final class RecoveryTimeline {
+    /** {@link Scenario.Kind} name. */
+    public String kind = "";
+    /** When the disruption started (the kill, the cluster stop, the savepoint request). */
     public long killAtMs;
+    /** Named steps of planned disruptions, ms after {@link #killAtMs}. */
+    public java.util.Map<String, Long> phases = new java.util.LinkedHashMap<>();
+    /** Checkpoint or savepoint path a resubmitted job was started from. */
+    public String restoredFrom = "";
     public List<String> killedTaskManagers = new ArrayList<>();
     public List<Long> killedPids = new ArrayList<>();
     /** Stateful (window) subtasks that ran on the killed TaskManagers. */
@@ -98,6 +105,13 @@ public final class RecoveryTimeline {
     }
 
     public String summary() {
+        if (!"KILL_TASKMANAGERS".equals(kind) && !kind.isEmpty()) {
+            return String.format("%s at %d: steps %s, restored checkpoint %d, all %d subtasks RUNNING after %d ms, "
+                            + "window subtasks INITIALIZING->RUNNING %d..%d ms, first checkpoint (#%d) after %d ms",
+                    kind, killAtMs, phases, restoredCheckpointId, subtasks.size(), killToRunningMs(),
+                    minInitializingMs("window"), maxInitializingMs("window"), firstCheckpointAfterRecoveryId,
+                    killToFirstCheckpointMs());
+        }
         return String.format("kill -9 %s at %d: failure detected after %d ms (%s), %d restore(s) from checkpoint %d, "
                         + "all %d subtasks RUNNING after %d ms, window subtasks INITIALIZING->RUNNING %d..%d ms, "
                         + "first checkpoint after recovery (#%d, output committed again) after %d ms",

@@ -8,8 +8,8 @@ import java.util.Map;
 /**
  * One recovery scenario of issue 5. Scenarios differ only in data: the {@code config.yaml} lines
  * that replace the harness' base settings, the jars dropped into Flink's {@code lib/} (the
- * fragstate plugin jar for scenarios a-g), and the kill pattern. Everything else (Kafka, cluster,
- * generator, job, exact output check, timeline) is the same {@link ScenarioRunner}.
+ * fragstate plugin jar for scenarios a-g), and the {@link Disruption}. Everything else (Kafka,
+ * cluster, generator, job, exact output check, timeline) is the same {@link ScenarioRunner}.
  *
  * @param id            short name, used for the run directory and the results file
  * @param description   one line for logs and the results file
@@ -19,26 +19,64 @@ import java.util.Map;
  * @param parallelism   job parallelism (leave spare slots so a killed TaskManager's work fits elsewhere)
  * @param checkpointIntervalMs checkpoint interval passed to the job
  * @param simulation    generator parameters (they also define the expected output)
- * @param kill          what is killed, and when
+ * @param disruption    what happens to the running job, and when
  */
 public record Scenario(String id, String description, Map<String, String> flinkConfig, List<Path> libJars,
-        int taskManagers, int parallelism, long checkpointIntervalMs, Simulation simulation, KillPlan kill) {
+        int taskManagers, int parallelism, long checkpointIntervalMs, Simulation simulation, Disruption disruption) {
 
     /** Generator parameters; {@code speedup} = simulated seconds per wall-clock second. */
     public record Simulation(long seed, double scale, int durationSeconds, double speedup) {}
 
-    /** When the kill happens. */
+    /** What is done to the running job. */
+    public enum Kind {
+        /** {@code kill -9} of TaskManagers that run stateful subtasks (scenarios a, b, c, f, h) */
+        KILL_TASKMANAGERS,
+        /** stop the whole cluster, start it again, resubmit from the latest retained checkpoint (d) */
+        RESTART_CLUSTER,
+        /** take a savepoint, cancel, resubmit from it at {@link Disruption#newParallelism} (e) */
+        SAVEPOINT_AND_RESCALE
+    }
+
+    /** When the disruption happens. */
     public enum Trigger {
-        /** after {@link KillPlan#minCompletedCheckpoints} checkpoints completed and the generator is past {@link KillPlan#minGeneratorSecond} */
+        /** after {@link Disruption#minCompletedCheckpoints} checkpoints and generator second {@link Disruption#minGeneratorSecond} */
         AFTER_CHECKPOINTS,
-        /** like AFTER_CHECKPOINTS, but only while a checkpoint is in progress */
+        /** like AFTER_CHECKPOINTS, then as soon as a checkpoint is seen in progress */
         DURING_CHECKPOINT
     }
 
     /**
-     * @param taskManagers how many TaskManagers are killed at once with SIGKILL (each runs a stateful window subtask)
+     * @param taskManagers  for KILL_TASKMANAGERS: how many are killed at once (each runs a window subtask)
+     * @param newParallelism for SAVEPOINT_AND_RESCALE: parallelism of the resubmitted job
      */
-    public record KillPlan(int taskManagers, Trigger trigger, int minCompletedCheckpoints, int minGeneratorSecond) {}
+    public record Disruption(Kind kind, int taskManagers, Trigger trigger, int minCompletedCheckpoints,
+            int minGeneratorSecond, int newParallelism) {
+
+        public static Disruption killTaskManagers(int count, Trigger trigger) {
+            return new Disruption(Kind.KILL_TASKMANAGERS, count, trigger, 3, 30, 0);
+        }
+
+        public static Disruption restartCluster() {
+            return new Disruption(Kind.RESTART_CLUSTER, 0, Trigger.AFTER_CHECKPOINTS, 3, 30, 0);
+        }
+
+        public static Disruption savepointAndRescale(int newParallelism) {
+            return new Disruption(Kind.SAVEPOINT_AND_RESCALE, 0, Trigger.AFTER_CHECKPOINTS, 3, 30, newParallelism);
+        }
+    }
+
+    /** The plain-Flink settings: HashMap state backend, checkpoints on the local file system. */
+    public static Map<String, String> plainFlinkConfig() {
+        Map<String, String> config = new LinkedHashMap<>();
+        config.put("state.backend.type", "hashmap");
+        config.put("execution.checkpointing.storage", "filesystem");
+        return config;
+    }
+
+    /** The default workload: ~130-150 active vehicles, 90 simulated seconds in 60 s. */
+    public static Simulation defaultSimulation() {
+        return new Simulation(42, 0.2, 90, 1.5);
+    }
 
     /**
      * Scenario h: plain Flink (HashMap state backend, {@code file://} checkpoints: the harness'
@@ -46,13 +84,25 @@ public record Scenario(String id, String description, Map<String, String> flinkC
      * reference that the harness itself is right.
      */
     public static Scenario plainFlinkKillOneTaskManager() {
-        Map<String, String> config = new LinkedHashMap<>();
-        config.put("state.backend.type", "hashmap");
-        config.put("execution.checkpointing.storage", "filesystem");
         return new Scenario("h-plain-flink-kill-one-tm",
                 "plain Flink: hashmap + file:// checkpoints, kill -9 one TaskManager with stateful subtasks",
-                config, List.of(), 4, 4, 2_000,
-                new Simulation(42, 0.2, 90, 1.5),
-                new KillPlan(1, Trigger.AFTER_CHECKPOINTS, 3, 30));
+                plainFlinkConfig(), List.of(), 4, 4, 2_000, defaultSimulation(),
+                Disruption.killTaskManagers(1, Trigger.AFTER_CHECKPOINTS));
+    }
+
+    /** Harness check for scenario d: plain Flink, whole cluster stopped and restarted, resume from the retained checkpoint. */
+    public static Scenario plainFlinkRestartCluster() {
+        Map<String, String> config = plainFlinkConfig();
+        config.put("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION");
+        return new Scenario("d-plain-flink-restart-cluster",
+                "plain Flink: stop the whole cluster, start it again, resume from the retained checkpoint",
+                config, List.of(), 4, 4, 2_000, defaultSimulation(), Disruption.restartCluster());
+    }
+
+    /** Harness check for scenario e: plain Flink, savepoint, cancel, resubmit at parallelism 3. */
+    public static Scenario plainFlinkSavepointRescale() {
+        return new Scenario("e-plain-flink-savepoint-rescale",
+                "plain Flink: savepoint, cancel, restart from the savepoint at parallelism 3",
+                plainFlinkConfig(), List.of(), 4, 4, 2_000, defaultSimulation(), Disruption.savepointAndRescale(3));
     }
 }

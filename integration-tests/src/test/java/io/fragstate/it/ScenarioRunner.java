@@ -62,6 +62,8 @@ public final class ScenarioRunner implements AutoCloseable {
     private boolean flinkStarted;
     private String jobId;
     private FlinkRest rest;
+    private String brokers;
+    private Path registry;
 
     /** Outcome of a run. */
     public static final class Result {
@@ -118,7 +120,7 @@ public final class ScenarioRunner implements AutoCloseable {
         GeneratorConfig genConfig = GeneratorConfig.defaults(sim.seed(), sim.scale(), sim.durationSeconds());
         List<String> expected = ReferenceModel.expectedNotifications(genConfig);
         result.expectedNotifications = expected.size();
-        Path registry = runDir.resolve("vehicle-registry.csv");
+        registry = runDir.resolve("vehicle-registry.csv");
         VehicleGeneratorMain.writeRegistry(TrafficSimulator.registryFor(genConfig), registry);
         Files.write(runDir.resolve("expected.jsonl"), expected, StandardCharsets.UTF_8);
         step("reference computation: " + expected.size() + " notifications expected");
@@ -127,7 +129,7 @@ public final class ScenarioRunner implements AutoCloseable {
         int kafkaPort = freePort();
         Shell.bash(repo, Duration.ofMinutes(10), "ci/lib/kafka.sh", "start", kafkaDir.toString(), Integer.toString(kafkaPort));
         kafkaStarted = true;
-        String brokers = "127.0.0.1:" + kafkaPort;
+        brokers = "127.0.0.1:" + kafkaPort;
         KafkaEventProducer producer = new KafkaEventProducer(brokers, INPUT_TOPIC, 4, sim.speedup(), 10, log);
         producer.ensureTopic();
         new KafkaEventProducer(brokers, OUTPUT_TOPIC, 2, 1, 10, log).ensureTopic();
@@ -147,7 +149,7 @@ public final class ScenarioRunner implements AutoCloseable {
                 flinkDir.toString()).strip());
 
         // job, submitted like a user does
-        jobId = submitJob(brokers, registry);
+        jobId = submitJob(scenario.parallelism(), null);
         waitFor("job " + jobId + " running", Duration.ofSeconds(120), () -> rest.allRunning(jobId));
         step("job " + jobId + " running");
 
@@ -163,7 +165,7 @@ public final class ScenarioRunner implements AutoCloseable {
         });
 
         try (OutputCollector output = new OutputCollector(brokers, OUTPUT_TOPIC)) {
-            killAndRecover(result.timeline, generatorSecond, generator);
+            disrupt(result.timeline, generatorSecond, generator);
             result.inputEvents = generator.get().events();
             step("generator done: " + result.inputEvents + " events; waiting for " + expected.size() + " committed notifications");
             long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
@@ -185,19 +187,21 @@ public final class ScenarioRunner implements AutoCloseable {
         return result;
     }
 
-    private String submitJob(String brokers, Path registry) {
-        Map<String, String> env = new HashMap<>();
-        env.put("FLINK_CONF_DIR", flinkDir.resolve("home/conf").toString());
-        env.put("FLINK_LOG_DIR", flinkDir.resolve("log").toString());
-        List<String> cmd = List.of(flinkDir.resolve("home/bin/flink").toString(), "run", "-d",
-                jobJar.toString(),
+    /** {@code flink run -d [-s restorePath] job.jar ...}; returns the job id. */
+    private String submitJob(int parallelism, String restorePath) {
+        Map<String, String> env = flinkEnv();
+        List<String> cmd = new ArrayList<>(List.of(flinkDir.resolve("home/bin/flink").toString(), "run", "-d"));
+        if (restorePath != null) {
+            cmd.addAll(List.of("-s", restorePath));
+        }
+        cmd.addAll(List.of(jobJar.toString(),
                 "--brokers", brokers,
                 "--input-topic", INPUT_TOPIC, "--output-topic", OUTPUT_TOPIC,
-                "--parallelism", Integer.toString(scenario.parallelism()),
+                "--parallelism", Integer.toString(parallelism),
                 "--checkpoint-interval-ms", Long.toString(scenario.checkpointIntervalMs()),
                 "--vehicle-registry", registry.toUri().toString(),
                 "--transactional-id-prefix", "tm-" + scenario.id(),
-                "--transaction-timeout-ms", "300000");
+                "--transaction-timeout-ms", "300000"));
         String out = Shell.run(repo, env, Duration.ofMinutes(3), cmd);
         Matcher m = JOB_ID.matcher(out);
         if (!m.find()) {
@@ -206,18 +210,36 @@ public final class ScenarioRunner implements AutoCloseable {
         return m.group(1);
     }
 
-    private void killAndRecover(RecoveryTimeline tl, AtomicInteger generatorSecond,
+    private void disrupt(RecoveryTimeline tl, AtomicInteger generatorSecond,
             CompletableFuture<KafkaEventProducer.Stats> generator) throws Exception {
-        Scenario.KillPlan plan = scenario.kill();
+        Scenario.Disruption plan = scenario.disruption();
+        tl.kind = plan.kind().name();
         waitFor(plan.minCompletedCheckpoints() + " completed checkpoints and generator second " + plan.minGeneratorSecond(),
                 Duration.ofSeconds(180), () -> {
                     if (generator.isDone()) {
                         generator.join(); // surfaces a generator failure
-                        throw new IllegalStateException("the generator finished before the kill: make the run longer");
+                        throw new IllegalStateException("the generator finished before the disruption: make the run longer");
                     }
                     return rest.completedCheckpoints(jobId) >= plan.minCompletedCheckpoints()
                             && generatorSecond.get() >= plan.minGeneratorSecond();
                 });
+        switch (plan.kind()) {
+            case KILL_TASKMANAGERS:
+                killAndRecover(tl, plan, generatorSecond);
+                break;
+            case RESTART_CLUSTER:
+                restartClusterAndResume(tl, generatorSecond);
+                break;
+            case SAVEPOINT_AND_RESCALE:
+                savepointAndRescale(tl, plan, generatorSecond);
+                break;
+            default:
+                throw new IllegalStateException("unknown disruption " + plan.kind());
+        }
+    }
+
+    private void killAndRecover(RecoveryTimeline tl, Scenario.Disruption plan, AtomicInteger generatorSecond)
+            throws Exception {
         String windowVertex = rest.vertexId(jobId, "window");
         List<String> victims = new ArrayList<>(rest.taskManagersOf(jobId, windowVertex));
         if (victims.size() < plan.taskManagers()) {
@@ -289,6 +311,110 @@ public final class ScenarioRunner implements AutoCloseable {
             }
         }
         step("recovered: " + tl.summary());
+    }
+
+    /**
+     * Scenario d: the whole cluster goes down (every JVM gets SIGTERM, the JobManager suspends
+     * the job), comes back on the same ports, and the job is resubmitted from the latest retained
+     * checkpoint, the way an operator would.
+     */
+    private void restartClusterAndResume(RecoveryTimeline tl, AtomicInteger generatorSecond) throws Exception {
+        String oldJob = jobId;
+        tl.killAtMs = System.currentTimeMillis();
+        step("stopping the whole cluster (generator at second " + generatorSecond.get() + ")");
+        Shell.bash(repo, Duration.ofMinutes(2), "ci/lib/flink-cluster.sh", "stop", flinkDir.toString());
+        tl.phases.put("cluster stopped", System.currentTimeMillis() - tl.killAtMs);
+        Path checkpoint = latestRetainedCheckpoint(oldJob);
+        tl.restoredFrom = checkpoint.toString();
+        Shell.bash(repo, Duration.ofMinutes(5), "ci/lib/flink-cluster.sh", "start", flinkDir.toString(),
+                Integer.toString(scenario.taskManagers()));
+        tl.phases.put("cluster started", System.currentTimeMillis() - tl.killAtMs);
+        jobId = submitJob(scenario.parallelism(), checkpoint.toUri().toString());
+        tl.phases.put("job resubmitted", System.currentTimeMillis() - tl.killAtMs);
+        step("resubmitted as job " + jobId + " from " + checkpoint);
+        awaitFreshJob(tl);
+    }
+
+    /** Scenario e: savepoint, cancel, resubmit from the savepoint at another parallelism. */
+    private void savepointAndRescale(RecoveryTimeline tl, Scenario.Disruption plan, AtomicInteger generatorSecond)
+            throws Exception {
+        Map<String, String> env = flinkEnv();
+        String flink = flinkDir.resolve("home/bin/flink").toString();
+        tl.killAtMs = System.currentTimeMillis();
+        step("savepoint of job " + jobId + " (generator at second " + generatorSecond.get() + ")");
+        String out = Shell.run(repo, env, Duration.ofMinutes(3),
+                List.of(flink, "savepoint", jobId, flinkDir.resolve("savepoints").toUri().toString()));
+        Matcher m = Pattern.compile("Path: (\\S+)").matcher(out);
+        if (!m.find()) {
+            throw new IllegalStateException("flink savepoint printed no path:\n" + Shell.tail(out, 3000));
+        }
+        String savepoint = m.group(1);
+        tl.restoredFrom = savepoint;
+        tl.phases.put("savepoint completed", System.currentTimeMillis() - tl.killAtMs);
+        Shell.run(repo, env, Duration.ofMinutes(2), List.of(flink, "cancel", jobId));
+        String oldJob = jobId;
+        waitFor("job " + oldJob + " cancelled", Duration.ofSeconds(60),
+                () -> "CANCELED".equals(rest.job(oldJob).path("state").asText()));
+        tl.phases.put("job cancelled", System.currentTimeMillis() - tl.killAtMs);
+        jobId = submitJob(plan.newParallelism(), savepoint);
+        tl.phases.put("job resubmitted", System.currentTimeMillis() - tl.killAtMs);
+        step("resubmitted as job " + jobId + " at parallelism " + plan.newParallelism() + " from " + savepoint);
+        awaitFreshJob(tl);
+    }
+
+    /** Waits until the resubmitted job runs fully, then records its restore and startup timeline. */
+    private void awaitFreshJob(RecoveryTimeline tl) throws Exception {
+        waitFor("job " + jobId + " running after restore", Duration.ofSeconds(180), () -> rest.allRunning(jobId)
+                && rest.checkpoints(jobId).path("latest").path("restored").path("id").asLong(-1) >= 0);
+        JsonNode cps = rest.checkpoints(jobId);
+        tl.restores = cps.path("counts").path("restored").asLong();
+        tl.restoredCheckpointId = cps.path("latest").path("restored").path("id").asLong(-1);
+        tl.restoreTimestampMs = cps.path("latest").path("restored").path("restore_timestamp").asLong(-1);
+        tl.collectSubtasks(rest, jobId, Set.of("window"));
+        long allRunning = tl.allRunningAtMs;
+        waitFor("a checkpoint after the restart", Duration.ofSeconds(60), () ->
+                rest.checkpoints(jobId).path("latest").path("completed").path("trigger_timestamp").asLong() >= allRunning);
+        for (JsonNode h : rest.checkpoints(jobId).path("history")) {
+            if ("COMPLETED".equals(h.path("status").asText()) && h.path("trigger_timestamp").asLong() >= allRunning
+                    && (tl.firstCheckpointAfterRecoveryId < 0 || h.path("id").asLong() < tl.firstCheckpointAfterRecoveryId)) {
+                tl.firstCheckpointAfterRecoveryId = h.path("id").asLong();
+                tl.firstCheckpointAfterRecoveryAtMs = h.path("latest_ack_timestamp").asLong();
+            }
+        }
+        step("running again: " + tl.summary());
+    }
+
+    /** The newest {@code chk-N} of the job that has its {@code _metadata}. */
+    private Path latestRetainedCheckpoint(String job) throws IOException {
+        Path dir = flinkDir.resolve("checkpoints").resolve(job);
+        Path best = null;
+        long bestN = -1;
+        if (Files.isDirectory(dir)) {
+            try (var list = Files.list(dir)) {
+                for (Path p : (Iterable<Path>) list::iterator) {
+                    String name = p.getFileName().toString();
+                    if (name.startsWith("chk-") && Files.exists(p.resolve("_metadata"))) {
+                        long n = Long.parseLong(name.substring(4));
+                        if (n > bestN) {
+                            bestN = n;
+                            best = p;
+                        }
+                    }
+                }
+            }
+        }
+        if (best == null) {
+            throw new IllegalStateException("no retained checkpoint with _metadata under " + dir
+                    + " (is execution.checkpointing.externalized-checkpoint-retention set to RETAIN_ON_CANCELLATION?)");
+        }
+        return best;
+    }
+
+    private Map<String, String> flinkEnv() {
+        Map<String, String> env = new HashMap<>();
+        env.put("FLINK_CONF_DIR", flinkDir.resolve("home/conf").toString());
+        env.put("FLINK_LOG_DIR", flinkDir.resolve("log").toString());
+        return env;
     }
 
     private Map<String, Integer> attemptsBefore = Map.of();
@@ -364,6 +490,7 @@ public final class ScenarioRunner implements AutoCloseable {
         doc.put("wallSeconds", result.wallSeconds);
         RecoveryTimeline tl = result.timeline;
         Map<String, Object> t = new LinkedHashMap<>();
+        t.put("disruption", tl.kind);
         t.put("killedTaskManagers", tl.killedTaskManagers);
         t.put("statefulSubtasksOnKilled", tl.statefulSubtasksOnKilled);
         t.put("killToFailureDetectedMs", tl.detectionMs());
@@ -373,6 +500,8 @@ public final class ScenarioRunner implements AutoCloseable {
         t.put("killToRestoreTriggeredMs", tl.restoreTimestampMs < 0 ? -1 : tl.restoreTimestampMs - tl.killAtMs);
         t.put("killToAllRunningMs", tl.killToRunningMs());
         t.put("killToFirstCheckpointAfterRecoveryMs", tl.killToFirstCheckpointMs());
+        t.put("phasesMsAfterDisruption", tl.phases);
+        t.put("restoredFrom", tl.restoredFrom);
         t.put("windowSubtasksInitializingToRunningMs", Map.of("min", tl.minInitializingMs("window"), "max", tl.maxInitializingMs("window")));
         t.put("killAtMs", tl.killAtMs);
         t.put("subtasks", tl.subtasks);

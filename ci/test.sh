@@ -24,6 +24,8 @@ if [ -f pom.xml ]; then
   need mvn "install Maven (apt-get install maven)"
   step "Java: build and test the Maven modules"
   t0=$SECONDS
-  mvn -B -ntp verify
+  # quick tier: unit tests + integration scenario h (Flink/Kafka fetched into .cache/ on first use);
+  # FRAGSTATE_IT_FULL=1 adds the full tier (integration-tests/README.md says which scenarios)
+  mvn -B -ntp verify ${FRAGSTATE_IT_FULL:+-Dfragstate.it.full=true}
   echo "maven build and tests took $((SECONDS - t0)) s"
 fi

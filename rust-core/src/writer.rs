@@ -35,7 +35,16 @@ pub struct ObjectWriter {
     stripes: Vec<StripeInfo>,
     length: u64,
     started: Instant,
-    done: bool,
+    state: State,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    Open,
+    /// A write failed: only `abort` (or drop) is left, and it cleans up.
+    Failed,
+    /// Committed or aborted: nothing left to clean up.
+    Done,
 }
 
 impl ObjectWriter {
@@ -61,7 +70,7 @@ impl ObjectWriter {
             stripes: Vec::new(),
             length: 0,
             started: Instant::now(),
-            done: false,
+            state: State::Open,
         };
         let opened = join_all((0..w.holders.len()).map(|i| {
             let header = w.fragments().header(i);
@@ -116,10 +125,11 @@ impl ObjectWriter {
     }
 
     fn check_open(&self) -> Result<()> {
-        if self.done {
-            return Err(Error::InvalidState { path: self.path.to_string(), reason: "writer is closed".into() });
+        match self.state {
+            State::Open => Ok(()),
+            State::Failed => Err(Error::InvalidState { path: self.path.to_string(), reason: "an earlier write failed; the object can only be aborted".into() }),
+            State::Done => Err(Error::InvalidState { path: self.path.to_string(), reason: "writer is closed".into() }),
         }
-        Ok(())
     }
 
     pub async fn write(&mut self, mut data: &[u8]) -> Result<()> {
@@ -131,7 +141,7 @@ impl ObjectWriter {
             data = &data[take..];
             self.length += take as u64;
             if self.buf.len() == stripe_len {
-                self.flush_stripe().await.inspect_err(|_| self.done = true)?;
+                self.flush_stripe().await.inspect_err(|_| self.state = State::Failed)?;
             }
         }
         Ok(())
@@ -187,7 +197,7 @@ impl ObjectWriter {
     /// fragment and publishes the manifest; only then is the object visible.
     pub async fn close(mut self) -> Result<Arc<Manifest>> {
         self.check_open()?;
-        self.done = true;
+        self.state = State::Done;
         let result = self.commit().await;
         if result.is_err() {
             self.abort_remote().await;
@@ -248,8 +258,8 @@ impl ObjectWriter {
 
     /// Gives up the write: the fragments sent so far are deleted.
     pub async fn abort(mut self) {
-        if !self.done {
-            self.done = true;
+        if self.state != State::Done {
+            self.state = State::Done;
             self.abort_remote().await;
         }
     }
@@ -263,7 +273,7 @@ impl ObjectWriter {
 
 impl Drop for ObjectWriter {
     fn drop(&mut self) {
-        if self.done {
+        if self.state == State::Done {
             return;
         }
         // Dropped without close or abort: delete the partial fragments in the

@@ -216,7 +216,13 @@ fn too_many_losses_during_a_write_fail_it_cleanly() {
         mesh.kill(&holders[0]).unwrap();
         let e = w.write(&payload(100_000, 2)).await.unwrap_err().to_string();
         assert!(e.contains("cannot place 1 fragments") && e.contains("only 0 usable storage nodes"), "{e}");
+        let e = w.write(b"more").await.unwrap_err().to_string();
+        assert!(e.contains("an earlier write failed"), "{e}");
         assert!(c.open("obj").await.is_err(), "a failed write must not be visible");
+        // Aborting the failed writer removes what it sent to the surviving holders.
+        w.abort().await;
+        let held: u64 = mesh.node_ids().iter().filter(|n| mesh.is_alive(n)).map(|n| mesh.store(n).unwrap().usage().bytes).sum();
+        assert_eq!(held, 0);
     });
 }
 

@@ -120,11 +120,13 @@ export USER="${USER:-$USER_IDENT}"
 
 rest_url() { echo "http://127.0.0.1:$(cat "$run/rest.port")"; }
 
+# start_tm ID: one TaskManager named ID. Its own FLINK_IDENT_STRING gives it its own pid file and
+# log file names, so several can start at once.
 start_tm() {
   local id="$1" pid
-  "$FLINK_HOME/bin/taskmanager.sh" start -D "taskmanager.resource-id=$id" >>"$run/log/start.log" 2>&1 \
-    || die "bin/taskmanager.sh start for $id failed (see $run/log/start.log)"
-  pid="$(last_pid taskexecutor)"
+  FLINK_IDENT_STRING="$USER_IDENT-$id" "$FLINK_HOME/bin/taskmanager.sh" start -D "taskmanager.resource-id=$id" \
+    >>"$run/log/start-$id.log" 2>&1 || die "bin/taskmanager.sh start for $id failed (see $run/log/start-$id.log)"
+  pid="$(tail -n 1 "$FLINK_PID_DIR/flink-$USER_IDENT-$id-taskexecutor.pid" 2>/dev/null || true)"
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || die "TaskManager $id did not start (see $run/log)"
   echo "$pid" >"$run/pids/$id.pid"
   log "TaskManager $id started (pid $pid)"
@@ -149,7 +151,15 @@ start() {
   [ -n "$pid" ] || die "JobManager did not start (see $run/log)"
   echo "$pid" >"$run/pids/jobmanager.pid"
   log "JobManager started (pid $pid), waiting for REST on port $port"
-  for ((i = 1; i <= n; i++)); do start_tm "tm-$i"; done
+  # TaskManagers start in parallel (each start runs a JVM to compute its memory settings)
+  local -a starters=()
+  for ((i = 1; i <= n; i++)); do
+    start_tm "tm-$i" &
+    starters+=($!)
+  done
+  local failed=0
+  for pid in "${starters[@]}"; do wait "$pid" || failed=1; done
+  [ "$failed" = 0 ] || die "not every TaskManager started (see $run/log)"
   wait_port "$port" 120 "JobManager REST endpoint (logs: $run/log)" "$pid"
   for ((i = 0; i < 600; i++)); do
     [ "$(registered_tms)" -ge "$n" ] && break

@@ -33,7 +33,7 @@ public final class FragstateNode {
     /** Records the settings the node will start with (or logs a mismatch if it already runs). */
     public static synchronized void configure(FragstateSettings settings) {
         if (started) {
-            if (!settings.equals(running)) {
+            if (!settings.toNodeJson().equals(running.toNodeJson())) {
                 LOG.warn(
                         "fragstate node already runs with {}; ignoring the later configuration {}"
                                 + " (one node per JVM)",

@@ -143,8 +143,10 @@ impl StripeCodec {
         Ok((0..self.params.fragments()).map(|i| all.slice(i * cell_len..(i + 1) * cell_len)).collect())
     }
 
-    /// Copies the present cells into one `(k + m) × cell_len` buffer and fills
-    /// in the missing data cells (and, with `parity`, the missing parity cells).
+    /// Rebuilds missing cells from at least `k` present ones. With `parity`,
+    /// returns all `k + m` cells in one buffer; without, only the `k` data
+    /// cells, and only as many parity cells are copied in as data cells are
+    /// missing (the degraded read path: no byte is written twice).
     fn reconstruct(&self, what: &str, stripe: u32, info: &StripeInfo, cells: &[Option<Bytes>], parity: bool) -> Result<BytesMut> {
         let k = self.params.k();
         let n = self.params.fragments();
@@ -154,20 +156,50 @@ impl StripeCodec {
             let missing = (0..n).filter(|&i| cells[i].is_none()).collect();
             return Err(Error::StripeUnrecoverable { path: what.to_string(), stripe, k, good: present, missing, corrupt: vec![] });
         }
-        let mut buf = BytesMut::zeroed(n * cell_len);
-        for (i, c) in cells.iter().enumerate() {
-            if let Some(c) = c {
-                buf[i * cell_len..(i + 1) * cell_len].copy_from_slice(c);
+        let rebuild = |e| Error::format(format!("{what} stripe {stripe}"), format!("reconstruction failed: {e:?}"));
+        if parity {
+            let mut buf = BytesMut::with_capacity(n * cell_len);
+            for c in cells {
+                match c {
+                    Some(c) => buf.extend_from_slice(c),
+                    None => buf.resize(buf.len() + cell_len, 0),
+                }
+            }
+            if let (Some(rs), true) = (&self.rs, present < n) {
+                let mut shards: Vec<(&mut [u8], bool)> = buf.chunks_mut(cell_len).zip(cells).map(|(s, c)| (s, c.is_some())).collect();
+                rs.reconstruct(&mut shards).map_err(rebuild)?;
+            }
+            return Ok(buf);
+        }
+        let missing_data = cells[..k].iter().filter(|c| c.is_none()).count();
+        let used_parity: Vec<usize> = (k..n).filter(|&i| cells[i].is_some()).take(missing_data).collect();
+        let mut buf = BytesMut::with_capacity((k + used_parity.len()) * cell_len);
+        for c in &cells[..k] {
+            match c {
+                Some(c) => buf.extend_from_slice(c),
+                None => buf.resize(buf.len() + cell_len, 0),
             }
         }
-        if let Some(rs) = &self.rs {
-            if present < n {
-                let mut shards: Vec<(&mut [u8], bool)> =
-                    buf.chunks_mut(cell_len).zip(cells).map(|(s, c)| (s, c.is_some())).collect();
-                let result = if parity { rs.reconstruct(&mut shards) } else { rs.reconstruct_data(&mut shards) };
-                result.map_err(|e| Error::format(format!("{what} stripe {stripe}"), format!("reconstruction failed: {e:?}")))?;
-            }
+        for &i in &used_parity {
+            buf.extend_from_slice(cells[i].as_ref().unwrap());
         }
+        if let (Some(rs), true) = (&self.rs, missing_data > 0) {
+            let (data, par) = buf.split_at_mut(k * cell_len);
+            let mut par = par.chunks_mut(cell_len);
+            let mut empty: [[u8; 0]; 32] = [[]; 32];
+            let mut empties = empty.iter_mut();
+            let mut shards: Vec<(&mut [u8], bool)> = data.chunks_mut(cell_len).zip(cells).map(|(s, c)| (s, c.is_some())).collect();
+            for i in k..n {
+                if used_parity.contains(&i) {
+                    shards.push((par.next().unwrap(), true));
+                } else {
+                    // Not used: the library neither reads nor initializes it.
+                    shards.push((empties.next().unwrap().as_mut_slice(), false));
+                }
+            }
+            rs.reconstruct_data(&mut shards).map_err(rebuild)?;
+        }
+        buf.truncate(k * cell_len);
         Ok(buf)
     }
 }

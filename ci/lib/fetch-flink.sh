@@ -23,8 +23,15 @@ mkdir -p "$FRAGSTATE_CACHE" || die "cannot create the cache directory $FRAGSTATE
 tmp="$(mktemp -d "$FRAGSTATE_CACHE/.flink-dl.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 log "downloading Flink $FLINK_VERSION from PyPI (apache-flink, apache-flink-libraries) into $tmp"
+# apache-flink is a CPython-specific wheel, but the parts used here (bin/, conf/) are
+# plain scripts: ask for the CPython 3.11 manylinux wheel whatever the local Python is.
+# apache-flink-libraries (lib/, opt/, plugins/) is a pure wheel.
 for pkg in "apache-flink==$FLINK_VERSION" "apache-flink-libraries==$FLINK_VERSION"; do
-  if ! python3 -m pip download --no-deps --disable-pip-version-check -q -d "$tmp/wheels" "$pkg" >"$tmp/pip.log" 2>&1; then
+  extra=()
+  if [ "$pkg" = "apache-flink==$FLINK_VERSION" ]; then
+    extra=(--only-binary=:all: --platform manylinux2014_x86_64 --python-version 3.11 --implementation cp)
+  fi
+  if ! python3 -m pip download --no-deps --disable-pip-version-check -q "${extra[@]}" -d "$tmp/wheels" "$pkg" >"$tmp/pip.log" 2>&1; then
     cat "$tmp/pip.log" >&2
     die "could not fetch the Flink distribution package '$pkg' from PyPI (pip download failed; is PyPI reachable?)"
   fi

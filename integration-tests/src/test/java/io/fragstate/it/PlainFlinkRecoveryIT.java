@@ -31,6 +31,7 @@ class PlainFlinkRecoveryIT {
         assertThat(r.missing).as("notifications lost").isEmpty();
         assertThat(r.duplicatesOrUnexpected).as("notifications duplicated or wrong").isEmpty();
         assertThat(r.committedNotifications).isEqualTo(r.expectedNotifications);
+        assertThat(r.keyMismatches).as("records whose Kafka key is not their plate").isZero();
     }
 
     @Test

@@ -79,11 +79,13 @@ public final class ScenarioRunner implements AutoCloseable {
         public List<String> duplicatesOrUnexpected = new ArrayList<>();
         public RecoveryTimeline timeline = new RecoveryTimeline();
         public long completedCheckpoints;
+        public int keyMismatches;
         public double wallSeconds;
         public String runDir;
 
         public boolean exactlyOnce() {
-            return missing.isEmpty() && duplicatesOrUnexpected.isEmpty() && expectedNotifications == committedNotifications;
+            return missing.isEmpty() && duplicatesOrUnexpected.isEmpty() && expectedNotifications == committedNotifications
+                    && keyMismatches == 0;
         }
     }
 
@@ -181,6 +183,10 @@ public final class ScenarioRunner implements AutoCloseable {
             output.drain(Duration.ofSeconds(3));
             result.completedCheckpoints = rest.completedCheckpoints(jobId);
             compare(expected, output.values(), result);
+            result.keyMismatches = output.keyMismatches().size();
+            if (!output.keyMismatches().isEmpty()) {
+                step("records whose key is not their plate: " + output.keyMismatches().subList(0, Math.min(3, output.keyMismatches().size())));
+            }
         }
         result.wallSeconds = (System.nanoTime() - t0) / 1e9;
         writeResults(result);
@@ -485,6 +491,7 @@ public final class ScenarioRunner implements AutoCloseable {
         doc.put("committedNotifications", result.committedNotifications);
         doc.put("missing", result.missing.size());
         doc.put("duplicatesOrUnexpected", result.duplicatesOrUnexpected.size());
+        doc.put("recordKeyNotPlate", result.keyMismatches);
         doc.put("inputEvents", result.inputEvents);
         doc.put("completedCheckpoints", result.completedCheckpoints);
         doc.put("wallSeconds", result.wallSeconds);
@@ -617,6 +624,7 @@ public final class ScenarioRunner implements AutoCloseable {
     static final class OutputCollector implements AutoCloseable {
         private final KafkaConsumer<String, String> consumer;
         private final List<String> values = new ArrayList<>();
+        private final List<String> keyMismatches = new ArrayList<>();
 
         OutputCollector(String brokers, String topic) {
             Properties p = new Properties();
@@ -635,6 +643,10 @@ public final class ScenarioRunner implements AutoCloseable {
         void poll(Duration d) {
             for (ConsumerRecord<String, String> r : consumer.poll(d)) {
                 values.add(r.value());
+                // the record key must be the plate of the notification
+                if (r.key() == null || !r.value().contains("\"lp\":" + quote(r.key()) + ",")) {
+                    keyMismatches.add(r.key() + " -> " + r.value());
+                }
             }
         }
 
@@ -652,6 +664,18 @@ public final class ScenarioRunner implements AutoCloseable {
 
         int count() {
             return values.size();
+        }
+
+        List<String> keyMismatches() {
+            return keyMismatches;
+        }
+
+        private static String quote(String s) {
+            try {
+                return new ObjectMapper().writeValueAsString(s);
+            } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+                throw new IllegalStateException(e);
+            }
         }
 
         List<String> values() {

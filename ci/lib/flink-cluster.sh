@@ -141,16 +141,16 @@ PY
 }
 
 start() {
-  local n="$1" i pid port
+  local n="$1" i jm_pid port starter
   [ -n "$n" ] || usage
   home_env
   port="$(cat "$run/rest.port")"
   port_open "$port" && die "port $port is already in use; cannot start the JobManager's REST endpoint there"
   "$FLINK_HOME/bin/jobmanager.sh" start >>"$run/log/start.log" 2>&1 || die "bin/jobmanager.sh start failed (see $run/log/start.log)"
-  pid="$(last_pid standalonesession)"
-  [ -n "$pid" ] || die "JobManager did not start (see $run/log)"
-  echo "$pid" >"$run/pids/jobmanager.pid"
-  log "JobManager started (pid $pid), waiting for REST on port $port"
+  jm_pid="$(last_pid standalonesession)"
+  [ -n "$jm_pid" ] || die "JobManager did not start (see $run/log)"
+  echo "$jm_pid" >"$run/pids/jobmanager.pid"
+  log "JobManager started (pid $jm_pid), waiting for REST on port $port"
   # TaskManagers start in parallel (each start runs a JVM to compute its memory settings)
   local -a starters=()
   for ((i = 1; i <= n; i++)); do
@@ -158,9 +158,9 @@ start() {
     starters+=($!)
   done
   local failed=0
-  for pid in "${starters[@]}"; do wait "$pid" || failed=1; done
+  for starter in "${starters[@]}"; do wait "$starter" || failed=1; done
   [ "$failed" = 0 ] || die "not every TaskManager started (see $run/log)"
-  wait_port "$port" 120 "JobManager REST endpoint (logs: $run/log)" "$pid"
+  wait_port "$port" 120 "JobManager REST endpoint (logs: $run/log)" "$jm_pid"
   for ((i = 0; i < 600; i++)); do
     [ "$(registered_tms)" -ge "$n" ] && break
     sleep 0.2

@@ -146,6 +146,7 @@ start() {
   home_env
   port="$(cat "$run/rest.port")"
   port_open "$port" && die "port $port is already in use; cannot start the JobManager's REST endpoint there"
+  trap 'stop' EXIT # a cluster that does not come up completely is not left behind
   "$FLINK_HOME/bin/jobmanager.sh" start >>"$run/log/start.log" 2>&1 || die "bin/jobmanager.sh start failed (see $run/log/start.log)"
   jm_pid="$(last_pid standalonesession)"
   [ -n "$jm_pid" ] || die "JobManager did not start (see $run/log)"
@@ -166,6 +167,7 @@ start() {
     sleep 0.2
   done
   [ "$(registered_tms)" -ge "$n" ] || die "only $(registered_tms) of $n TaskManagers registered within 120 s (see $run/log)"
+  trap - EXIT
   log "Flink cluster up: $(rest_url) with $n TaskManagers"
 }
 

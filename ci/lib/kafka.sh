@@ -75,7 +75,9 @@ L4J
   echo "$pid" >"$run/kafka.pid"
   echo "$port" >"$run/kafka.port"
   echo "$ctl_port" >"$run/kafka.controller.port"
+  trap 'stop' EXIT # a broker that does not come up is not left behind
   wait_port "$port" 90 "Kafka broker (log: $run/kafka.log)" "$pid"
+  trap - EXIT
   log "Kafka $KAFKA_VERSION listening on 127.0.0.1:$port (pid $pid, log $run/kafka.log)"
 }
 

@@ -129,8 +129,8 @@ public final class ScenarioRunner implements AutoCloseable {
 
         // Kafka
         int kafkaPort = freePort();
+        kafkaStarted = true; // before start: a half-started broker is stopped too
         Shell.bash(repo, Duration.ofMinutes(10), "ci/lib/kafka.sh", "start", kafkaDir.toString(), Integer.toString(kafkaPort));
-        kafkaStarted = true;
         brokers = "127.0.0.1:" + kafkaPort;
         KafkaEventProducer producer = new KafkaEventProducer(brokers, INPUT_TOPIC, 4, sim.speedup(), 10, log);
         producer.ensureTopic();

@@ -9,9 +9,11 @@ import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.ExternalizedCheckpointRetention;
 import org.apache.flink.configuration.MemorySize;
+import org.apache.flink.configuration.MetricOptions;
 import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.configuration.StateRecoveryOptions;
+import org.apache.flink.client.program.ClusterClient;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.core.fs.FileStatus;
@@ -19,6 +21,9 @@ import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.Path;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.flink.test.junit5.InjectClusterClient;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 
 import org.junit.jupiter.api.Test;
@@ -27,6 +32,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -47,7 +56,14 @@ class FragstateMiniClusterTest {
                     new MiniClusterResourceConfiguration.Builder()
                             .setNumberTaskManagers(1)
                             .setNumberSlotsPerTaskManager(3)
+                            .setConfiguration(clusterConfig())
                             .build());
+
+    private static Configuration clusterConfig() {
+        Configuration c = new Configuration();
+        c.set(MetricOptions.METRIC_FETCHER_UPDATE_INTERVAL, Duration.ofMillis(200));
+        return c;
+    }
 
     private static final int KEYS = 300;
 
@@ -191,6 +207,47 @@ class FragstateMiniClusterTest {
 
         assertThat(CountingJob.PROCESSED.get(run).get()).isEqualTo(total - before);
         assertExact(run, total);
+    }
+
+    /** The node's gauges are in the TaskManager's metric group, served by the REST API. */
+    @Test
+    void nodeMetricsInTheRestApi(@InjectClusterClient ClusterClient<?> client) throws Exception {
+        String run = "metrics";
+        CountingJob.reset(run);
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(jobConfig("mc-metrics", "hashmap"));
+        env.setParallelism(1);
+        CountingJob.build(env, run, 10_000_000, KEYS, 5_000, 0);
+        JobClient job = env.executeAsync(run);
+        waitUntil("two checkpoints", Duration.ofSeconds(60), () -> CountingJob.CHECKPOINTS.get(run).get() >= 2);
+
+        HttpClient http = HttpClient.newHttpClient();
+        String base = client.getWebInterfaceURL();
+        ObjectMapper json = new ObjectMapper();
+        JsonNode tms = json.readTree(get(http, base + "/taskmanagers")).get("taskmanagers");
+        assertThat(tms).isNotEmpty();
+        String url = base + "/taskmanagers/" + tms.get(0).get("id").asText()
+                + "/metrics?get=fragstate.bytesHeld,fragstate.liveNodes,fragstate.bytesWritten";
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        Map<String, Long> values = new java.util.HashMap<>();
+        while (!(values.getOrDefault("fragstate.bytesWritten", 0L) > 0
+                        && values.getOrDefault("fragstate.bytesHeld", 0L) > 0
+                        && values.getOrDefault("fragstate.liveNodes", 0L) == 6)
+                && System.nanoTime() < deadline) {
+            for (JsonNode m : json.readTree(get(http, url))) {
+                values.put(m.get("id").asText(), Long.parseLong(m.get("value").asText()));
+            }
+            Thread.sleep(200);
+        }
+        assertThat(values).containsEntry("fragstate.liveNodes", 6L);
+        assertThat(values.get("fragstate.bytesWritten")).isPositive();
+        assertThat(values.get("fragstate.bytesHeld")).isPositive();
+        job.cancel().get(60, TimeUnit.SECONDS);
+    }
+
+    private static String get(HttpClient http, String url) throws IOException, InterruptedException {
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(url)).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).as("GET %s: %s", url, r.body()).isEqualTo(200);
+        return r.body();
     }
 
     private static JobStatus status(JobClient job) {

@@ -56,7 +56,7 @@ public final class FragstateNode {
             }
             NativeLibrary.load();
             FragstateSettings s = configured != null ? configured : FragstateSettings.fromConfig(null);
-            String json = s.toNodeJson();
+            String json = s.toStartJson();
             LOG.info("Starting fragstate node: {}", json);
             try {
                 FragstateNative.startNode(json);

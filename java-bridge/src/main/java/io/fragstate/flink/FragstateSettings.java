@@ -111,7 +111,7 @@ public final class FragstateSettings implements java.io.Serializable {
                                 + " that reaches the port could join the mesh");
             }
             String l = get(config, FragstateOptions.LISTEN);
-            this.listen = l == null || l.isBlank() ? defaultListen() : requireMultiaddr(FragstateOptions.LISTEN, l.trim());
+            this.listen = l == null || l.isBlank() ? null : requireMultiaddr(FragstateOptions.LISTEN, l.trim());
             this.bootstrap = bootstrap(config);
         } else {
             this.listen = null;
@@ -136,7 +136,22 @@ public final class FragstateSettings implements java.io.Serializable {
         return checkpointDir;
     }
 
-    /** The {@code startNode} argument; see {@link FragstateNative#startNode}. */
+    /**
+     * The {@code startNode} argument. An unset cluster-mode listen address is resolved here, at
+     * start, not when the settings are read: whether the fixed port is free changes once this
+     * process's own node holds it.
+     */
+    String toStartJson() {
+        String json = toNodeJson();
+        if (mode == Mode.CLUSTER && listen == null) {
+            StringBuilder sb = new StringBuilder(json.substring(0, json.length() - 1)).append(',');
+            field(sb, "listen", defaultListen());
+            return sb.append('}').toString();
+        }
+        return json;
+    }
+
+    /** The settings as the node sees them (unset values left out); compared across entry points. */
     String toNodeJson() {
         StringBuilder sb = new StringBuilder("{");
         field(sb, "mode", mode.name().toLowerCase(Locale.ROOT));
@@ -160,8 +175,10 @@ public final class FragstateSettings implements java.io.Serializable {
         sb.append(',');
         field(sb, "logLevel", logLevel());
         if (mode == Mode.CLUSTER) {
-            sb.append(',');
-            field(sb, "listen", listen);
+            if (listen != null) {
+                sb.append(',');
+                field(sb, "listen", listen);
+            }
             sb.append(",\"bootstrap\":[");
             for (int i = 0; i < bootstrap.size(); i++) {
                 if (i > 0) {

@@ -195,6 +195,13 @@ class FragstateSettingsTest {
                         "fragstate.listen", "/ip4/127.0.0.1/tcp/0",
                         "fragstate.bootstrap", "/ip4/127.0.0.1/tcp/7001, /ip4/127.0.0.1/tcp/7002");
         assertThat(explicit.bootstrap).containsExactly("/ip4/127.0.0.1/tcp/7001", "/ip4/127.0.0.1/tcp/7002");
+        FragstateSettings unsetListen =
+                settings(
+                        "fragstate.mode", "cluster",
+                        "fragstate.cluster-key-file", "/k",
+                        JobManagerOptions.ADDRESS.key(), "localhost");
+        assertThat(unsetListen.toNodeJson()).doesNotContain("listen");
+        assertThat(unsetListen.toStartJson()).containsPattern("\"listen\":\"/ip4/0\\.0\\.0\\.0/tcp/(6130|0)\"}$");
         rejects("fragstate.bootstrap", "127.0.0.1:6130", "multiaddr", "fragstate.mode", "cluster", "fragstate.cluster-key-file", "/k", "fragstate.listen", "/ip4/127.0.0.1/tcp/0");
     }
 

@@ -252,6 +252,28 @@ class JniMisuseTest {
         stillAlive();
     }
 
+    /** Stopping the node fails its open handles; the next use starts a fresh node. */
+    @Test
+    void stopWithOpenHandles() throws IOException {
+        String p = path();
+        committed(p, 1000);
+        long r = FragstateNative.openReader(p);
+        long w = FragstateNative.createWriter(path(), false);
+        FragstateNode.stop();
+        assertThat(FragstateNative.nodeRunning()).isFalse();
+        assertThatThrownBy(() -> FragstateNative.read(r, ByteBuffer.allocateDirect(10), 10)).isInstanceOf(IOException.class);
+        assertThatThrownBy(() -> FragstateNative.write(w, ByteBuffer.allocateDirect(10), 10)).isInstanceOf(IOException.class);
+        assertThatThrownBy(() -> FragstateNative.closeWriter(w)).isInstanceOf(IOException.class);
+        assertThatThrownBy(() -> FragstateNative.openReader(p)).isInstanceOf(IOException.class);
+        try {
+            FragstateNative.closeReader(r);
+        } catch (IOException alreadyGone) {
+            // freed with the node
+        }
+        FragstateNode.ensureStarted();
+        stillAlive();
+    }
+
     @Test
     void streamsSurviveMisuse() throws IOException {
         FragstateFileSystem fs = new FragstateFileSystem("jni-misuse");

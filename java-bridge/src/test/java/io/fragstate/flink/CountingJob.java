@@ -31,7 +31,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@link #RESULTS}, so a test can compare the final per-key state with the exact expectation:
  * lost state undercounts, replayed-but-not-restored state overcounts.
  *
- * <p>Static maps are keyed by a run name, because the MiniCluster runs in the test's JVM.
+ * <p>Static maps are keyed by a run name, because the MiniCluster runs in the test's JVM; they
+ * fill lazily, so the job also runs in a separate TaskManager JVM.
  */
 final class CountingJob {
 
@@ -104,13 +105,13 @@ final class CountingJob {
         public Long map(Long value) {
             int attempt = getRuntimeContext().getTaskInfo().getAttemptNumber();
             if (attempt > 0 && first) {
-                FIRST_AFTER_RESTART.get(run).compareAndSet(-1, value);
+                FIRST_AFTER_RESTART.computeIfAbsent(run, r -> new AtomicLong(-1)).compareAndSet(-1, value);
             }
             first = false;
             if (failAfter > 0
                     && attempt == 0
-                    && CHECKPOINTS.get(run).get() >= failAfter
-                    && FAILED.get(run).compareAndSet(false, true)) {
+                    && CHECKPOINTS.computeIfAbsent(run, r -> new AtomicInteger()).get() >= failAfter
+                    && FAILED.computeIfAbsent(run, r -> new AtomicBoolean()).compareAndSet(false, true)) {
                 throw new RuntimeException("injected failure (CountingJob " + run + ")");
             }
             return value;
@@ -119,7 +120,7 @@ final class CountingJob {
         @Override
         public void notifyCheckpointComplete(long checkpointId) {
             if (getRuntimeContext().getTaskInfo().getIndexOfThisSubtask() == 0) {
-                CHECKPOINTS.get(run).incrementAndGet();
+                CHECKPOINTS.computeIfAbsent(run, r -> new AtomicInteger()).incrementAndGet();
             }
         }
     }
@@ -138,7 +139,7 @@ final class CountingJob {
         public void open(OpenContext ctx) {
             acc = getRuntimeContext().getState(new ValueStateDescriptor<>("acc", long[].class));
             padding = getRuntimeContext().getState(new ValueStateDescriptor<>("padding", byte[].class));
-            SUBTASKS.get(run).add(getRuntimeContext().getTaskInfo().getIndexOfThisSubtask());
+            SUBTASKS.computeIfAbsent(run, r -> ConcurrentHashMap.newKeySet()).add(getRuntimeContext().getTaskInfo().getIndexOfThisSubtask());
         }
 
         @Override
@@ -155,8 +156,8 @@ final class CountingJob {
             acc.update(a);
             long key = ctx.getCurrentKey();
             long[] snapshot = {a[0], a[1]};
-            RESULTS.get(run).merge(key, snapshot, (old, neu) -> neu[0] >= old[0] ? neu : old);
-            PROCESSED.get(run).incrementAndGet();
+            RESULTS.computeIfAbsent(run, r -> new ConcurrentHashMap<>()).merge(key, snapshot, (old, neu) -> neu[0] >= old[0] ? neu : old);
+            PROCESSED.computeIfAbsent(run, r -> new AtomicLong()).incrementAndGet();
             out.collect(value);
         }
     }

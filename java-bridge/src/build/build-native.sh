@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Builds the Rust cdylib (libfragstate.so) that the plugin jar carries.
+# Builds the Rust cdylib (libfragstate.so) that the plugin jar carries and copies it to
+# $2/native/linux-x86_64/ (a resource directory of the jar).
 # Called by java-bridge/pom.xml in generate-resources with the repository root as working dir.
-# $1 = "true" skips cargo (the .so already in target/release is used).
+# $1 = "true" skips cargo (the .so already built in the cargo target directory is used).
 set -euo pipefail
-lib=target/release/libfragstate.so
-if [ "${1:-false}" != "true" ]; then
+skip="${1:-false}"
+dest="${2:?destination directory}"
+target_dir="${CARGO_TARGET_DIR:-target}"
+lib="$target_dir/release/libfragstate.so"
+if [ "$skip" != "true" ]; then
   if ! command -v cargo >/dev/null 2>&1; then
     echo "fragstate-flink: 'cargo' is not on PATH. The plugin jar bundles the Rust core, so building" >&2
     echo "  it needs a Rust toolchain (https://rustup.rs, rust-version in Cargo.toml)." >&2
@@ -18,3 +22,5 @@ if [ ! -f "$lib" ]; then
   echo "fragstate-flink: $lib is missing (cargo build --release -p fragstate produces it)" >&2
   exit 1
 fi
+mkdir -p "$dest/native/linux-x86_64"
+cp "$lib" "$dest/native/linux-x86_64/libfragstate.so"

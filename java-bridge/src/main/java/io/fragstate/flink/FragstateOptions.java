@@ -134,7 +134,9 @@ public final class FragstateOptions {
                     .defaultValue("fragstate://flink/checkpoints")
                     .withDescription(
                             "Where FragstateStateBackend / FragstateCheckpointStorage put"
-                                    + " checkpoints; a fragstate:// URI. Savepoints go to"
+                                    + " checkpoints; a fragstate:// URI. Unset: Flink's"
+                                    + " execution.checkpointing.dir if that is a fragstate:// URI,"
+                                    + " else this default. Savepoints go to"
                                     + " execution.checkpointing.savepoint-dir when set, else to"
                                     + " fragstate://<authority of this dir>/savepoints.");
 }

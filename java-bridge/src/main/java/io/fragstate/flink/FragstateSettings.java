@@ -3,6 +3,7 @@
  */
 package io.fragstate.flink;
 
+import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.IllegalConfigurationException;
@@ -98,7 +99,7 @@ public final class FragstateSettings implements java.io.Serializable {
         }
         this.storeMemory = mem == null ? null : mem.getBytes();
         this.localBackend = parseEnum(config, FragstateOptions.LOCAL_BACKEND, LocalBackend.class);
-        this.checkpointDir = parseCheckpointDir(get(config, FragstateOptions.CHECKPOINT_DIR));
+        this.checkpointDir = parseCheckpointDir(checkpointDirValue(config));
 
         String key = get(config, FragstateOptions.CLUSTER_KEY_FILE);
         this.clusterKeyFile = key == null || key.isBlank() ? null : key.trim();
@@ -280,6 +281,21 @@ public final class FragstateSettings implements java.io.Serializable {
             }
         }
         throw bad(FragstateOptions.COMPRESSION, v, "'none', 'zstd' or 'zstd:LEVEL' with 1 ≤ LEVEL ≤ 19");
+    }
+
+    /**
+     * {@link FragstateOptions#CHECKPOINT_DIR} when set; else Flink's own {@code
+     * execution.checkpointing.dir} if that names a {@code fragstate://} directory; else the
+     * default.
+     */
+    private static String checkpointDirValue(ReadableConfig config) {
+        if (config.getOptional(FragstateOptions.CHECKPOINT_DIR).isEmpty()) {
+            String flinks = config.get(CheckpointingOptions.CHECKPOINTS_DIRECTORY);
+            if (flinks != null && flinks.trim().toLowerCase(Locale.ROOT).startsWith(FragstateFileSystem.SCHEME + "://")) {
+                return flinks.trim();
+            }
+        }
+        return get(config, FragstateOptions.CHECKPOINT_DIR);
     }
 
     private static URI parseCheckpointDir(String v) {

@@ -160,6 +160,21 @@ class FragstateSettingsTest {
     }
 
     @Test
+    void checkpointDirFallsBackToFlinksWhenThatIsFragstate() {
+        assertThat(settings("execution.checkpointing.dir", "fragstate://prod/cp").checkpointDir().toString())
+                .isEqualTo("fragstate://prod/cp");
+        assertThat(settings("execution.checkpointing.dir", "file:///tmp/cp").checkpointDir().toString())
+                .isEqualTo("fragstate://flink/checkpoints");
+        assertThat(
+                        settings(
+                                        "execution.checkpointing.dir", "fragstate://prod/cp",
+                                        "fragstate.checkpoint-dir", "fragstate://mine/cp")
+                                .checkpointDir()
+                                .toString())
+                .isEqualTo("fragstate://mine/cp");
+    }
+
+    @Test
     void clusterModeNeedsAKeyFile() {
         assertThatThrownBy(() -> settings("fragstate.mode", "cluster", JobManagerOptions.ADDRESS.key(), "jm"))
                 .isInstanceOf(IllegalConfigurationException.class)

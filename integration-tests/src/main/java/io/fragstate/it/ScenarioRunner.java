@@ -127,28 +127,36 @@ public final class ScenarioRunner implements AutoCloseable {
         Files.write(runDir.resolve("expected.jsonl"), expected, StandardCharsets.UTF_8);
         step("reference computation: " + expected.size() + " notifications expected");
 
-        // Kafka
+        // Kafka and the Flink cluster come up side by side
         int kafkaPort = freePort();
-        kafkaStarted = true; // before start: a half-started broker is stopped too
-        Shell.bash(repo, Duration.ofMinutes(10), "ci/lib/kafka.sh", "start", kafkaDir.toString(), Integer.toString(kafkaPort));
         brokers = "127.0.0.1:" + kafkaPort;
-        KafkaEventProducer producer = new KafkaEventProducer(brokers, INPUT_TOPIC, 4, sim.speedup(), 10, log);
-        producer.ensureTopic();
-        new KafkaEventProducer(brokers, OUTPUT_TOPIC, 2, 1, 10, log).ensureTopic();
+        kafkaStarted = true; // before start: a half-started broker is stopped too
+        CompletableFuture<Void> kafka = CompletableFuture.runAsync(() -> Shell.bash(repo, Duration.ofMinutes(10),
+                "ci/lib/kafka.sh", "start", kafkaDir.toString(), Integer.toString(kafkaPort)));
 
-        // Flink
         Path extraConfig = runDir.resolve("scenario-config.yaml");
         StringBuilder yaml = new StringBuilder();
         scenario.flinkConfig().forEach((k, v) -> yaml.append(k).append(": ").append(v).append('\n'));
         Files.writeString(extraConfig, yaml.toString());
         List<String> prepare = new ArrayList<>(List.of("prepare", flinkDir.toString(), extraConfig.toString()));
         scenario.libJars().forEach(j -> prepare.add(j.toAbsolutePath().toString()));
-        Shell.bash(repo, Duration.ofMinutes(15), "ci/lib/flink-cluster.sh", prepare.toArray(String[]::new));
         flinkStarted = true;
-        Shell.bash(repo, Duration.ofMinutes(5), "ci/lib/flink-cluster.sh", "start", flinkDir.toString(),
-                Integer.toString(scenario.taskManagers()));
+        try {
+            Shell.bash(repo, Duration.ofMinutes(15), "ci/lib/flink-cluster.sh", prepare.toArray(String[]::new));
+            Shell.bash(repo, Duration.ofMinutes(5), "ci/lib/flink-cluster.sh", "start", flinkDir.toString(),
+                    Integer.toString(scenario.taskManagers()));
+        } finally {
+            try {
+                kafka.join();
+            } catch (java.util.concurrent.CompletionException e) {
+                throw (RuntimeException) e.getCause();
+            }
+        }
         rest = new FlinkRest(Shell.bash(repo, Duration.ofSeconds(30), "ci/lib/flink-cluster.sh", "rest-url",
                 flinkDir.toString()).strip());
+        KafkaEventProducer producer = new KafkaEventProducer(brokers, INPUT_TOPIC, 4, sim.speedup(), 10, log);
+        producer.ensureTopic();
+        new KafkaEventProducer(brokers, OUTPUT_TOPIC, 2, 1, 10, log).ensureTopic();
 
         // job, submitted like a user does
         jobId = submitJob(scenario.parallelism(), null);

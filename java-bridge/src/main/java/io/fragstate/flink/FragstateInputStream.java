@@ -120,10 +120,11 @@ final class FragstateInputStream extends FSDataInputStream {
         return to - pos;
     }
 
+    /** The buffered bytes: what a read returns without crossing JNI. */
     @Override
     public synchronized int available() throws IOException {
         ensureOpen();
-        return (int) Math.min(Integer.MAX_VALUE, length - (bufStart + buf.position()));
+        return buf.remaining();
     }
 
     @Override

@@ -56,8 +56,6 @@ public class FragstateStateBackend extends AbstractStateBackend
             default:
                 this.local = new HashMapStateBackend().configure(config, classLoader);
         }
-        this.latencyTrackingConfigBuilder = this.latencyTrackingConfigBuilder.configure(config);
-        this.sizeTrackingConfigBuilder = this.sizeTrackingConfigBuilder.configure(config);
     }
 
     @Override

@@ -15,6 +15,7 @@ import org.apache.flink.testutils.junit.extensions.parameterized.ParameterizedTe
 import org.apache.flink.testutils.junit.extensions.parameterized.Parameters;
 
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -46,9 +47,22 @@ class FragstateRocksDBStateBackendTest extends StateBackendTestBase<FragstateSta
         openedBefore = FragstateMetrics.value(FragstateMetrics.freshStats(), "client.objectsOpened");
     }
 
-    /** The suite really wrote and read its snapshots through fragstate://. */
+    private static int testsRun;
+
+    @AfterEach
+    void countTest() {
+        testsRun++;
+    }
+
+    /**
+     * The suite really wrote and read its snapshots through fragstate://. Checked when the whole
+     * suite ran (a single test picked with -Dtest=Class#method may snapshot nothing).
+     */
     @AfterAll
     static void snapshotsWentThroughFragstate() throws Exception {
+        if (testsRun < 60) {
+            return;
+        }
         assertThat(FragstateMetrics.value(FragstateMetrics.freshStats(), "client.objectsWritten"))
                 .isGreaterThan(writtenBefore + 50);
         assertThat(FragstateMetrics.value(FragstateMetrics.freshStats(), "client.objectsOpened"))

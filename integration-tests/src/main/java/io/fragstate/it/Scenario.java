@@ -33,7 +33,11 @@ public record Scenario(String id, String description, Map<String, String> flinkC
         KILL_TASKMANAGERS,
         /** stop the whole cluster, start it again, resubmit from the latest retained checkpoint (d) */
         RESTART_CLUSTER,
-        /** take a savepoint, cancel, resubmit from it at {@link Disruption#newParallelism} (e) */
+        /**
+         * stop the job with a savepoint ({@code flink stop}), resubmit from it at
+         * {@link Disruption#newParallelism} (e). Not "savepoint, then cancel": checkpoints completing
+         * in between commit output past the savepoint, which a restore from it then repeats.
+         */
         SAVEPOINT_AND_RESCALE
     }
 
@@ -99,10 +103,10 @@ public record Scenario(String id, String description, Map<String, String> flinkC
                 config, List.of(), 4, 4, 2_000, defaultSimulation(), Disruption.restartCluster());
     }
 
-    /** Harness check for scenario e: plain Flink, savepoint, cancel, resubmit at parallelism 3. */
+    /** Harness check for scenario e: plain Flink, stop with savepoint, resubmit at parallelism 3. */
     public static Scenario plainFlinkSavepointRescale() {
         return new Scenario("e-plain-flink-savepoint-rescale",
-                "plain Flink: savepoint, cancel, restart from the savepoint at parallelism 3",
+                "plain Flink: stop with savepoint, restart from the savepoint at parallelism 3",
                 plainFlinkConfig(), List.of(), 4, 4, 2_000, defaultSimulation(), Disruption.savepointAndRescale(3));
     }
 }

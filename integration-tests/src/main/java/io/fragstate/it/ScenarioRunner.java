@@ -94,7 +94,7 @@ public final class ScenarioRunner implements AutoCloseable {
         this.repo = repo.toAbsolutePath().normalize();
         this.jobJar = jobJar.toAbsolutePath().normalize();
         this.runDir = this.repo.resolve("integration-tests/target/it-runs")
-                .resolve(scenario.id() + "-" + STAMP.format(Instant.now()));
+                .resolve(scenario.id() + "-" + STAMP.format(Instant.now()) + "-" + ProcessHandle.current().pid());
         this.kafkaDir = runDir.resolve("kafka");
         this.flinkDir = runDir.resolve("flink");
         this.shutdownHook = new Thread(this::stopServices, "fragstate-it-teardown");
@@ -115,6 +115,7 @@ public final class ScenarioRunner implements AutoCloseable {
         }
         stopLeftoversOfEarlierRuns();
         Files.createDirectories(runDir);
+        Files.writeString(runDir.resolve("owner.pid"), Long.toString(ProcessHandle.current().pid()));
         step("scenario " + scenario.id() + ": " + scenario.description() + " (run dir " + runDir + ")");
 
         // expected output first: a pure computation from the generator parameters
@@ -577,6 +578,9 @@ public final class ScenarioRunner implements AutoCloseable {
         }
         try (var dirs = Files.list(runs)) {
             for (Path d : (Iterable<Path>) dirs::iterator) {
+                if (ownerAlive(d)) {
+                    continue; // another harness (another Maven run) is using it right now
+                }
                 Path pids = d.resolve("flink/pids");
                 boolean flinkLeft;
                 try (var files = Files.isDirectory(pids) ? Files.list(pids) : java.util.stream.Stream.<Path>empty()) {
@@ -591,6 +595,17 @@ public final class ScenarioRunner implements AutoCloseable {
                     Shell.bash(repo, Duration.ofMinutes(1), "ci/lib/kafka.sh", "stop", d.resolve("kafka").toString());
                 }
             }
+        }
+    }
+
+    /** True when the JVM that created the run directory is still running. */
+    private static boolean ownerAlive(Path dir) {
+        try {
+            long pid = Long.parseLong(Files.readString(dir.resolve("owner.pid")).strip());
+            return ProcessHandle.of(pid).map(ph -> ph.isAlive()
+                    && ph.info().command().map(c -> c.contains("java")).orElse(true)).orElse(false);
+        } catch (IOException | NumberFormatException e) {
+            return false;
         }
     }
 

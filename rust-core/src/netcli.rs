@@ -77,7 +77,8 @@ pub struct NodeArgs {
     /// Do not fsync fragments and manifests (tests, benchmarks).
     #[arg(long)]
     pub no_fsync: bool,
-    /// Failure-domain label (default: host name).
+    /// Failure domain: `host` (default: the host name), `process`
+    /// (`<hostname>/<pid>`) or a literal label.
     #[arg(long)]
     pub domain: Option<String>,
     /// storage (holds fragments) or client.
@@ -151,9 +152,7 @@ pub fn node(args: NodeArgs) -> Result<()> {
         cfg.bootstrap = args.bootstrap.clone();
         cfg.store = store;
         cfg.tombstone_file = tombstones;
-        if let Some(d) = &args.domain {
-            cfg.domain = d.clone();
-        }
+        cfg.domain = fragstate::net::failure_domain(args.domain.as_deref());
         let node = NetNode::start(cfg).await?;
         node.start_services(ServiceConfig {
             repair_after: args.repair_after,

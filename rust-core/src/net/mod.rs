@@ -82,6 +82,19 @@ impl NetNode {
     }
 }
 
+/// The failure-domain label of this process's node from the configured
+/// value: `host` or unset → the host name (one fragment per machine),
+/// `process` → `<hostname>/<pid>` (one fragment per process: every JVM of a
+/// cluster on one host, as in tests and demos), anything else → that literal
+/// label (e.g. `rack1-host3`).
+pub fn failure_domain(value: Option<&str>) -> String {
+    match value.map(str::trim) {
+        None | Some("") | Some("host") => hostname(),
+        Some("process") => format!("{}/{}", hostname(), std::process::id()),
+        Some(label) => label.to_string(),
+    }
+}
+
 /// Starts the storage node of a Flink process (`node::Mode::Cluster`) from
 /// the plugin's settings, with repair and reclaim running, and waits up to
 /// 5 s for `fragments` other storage nodes (a write needs `k + m` nodes
@@ -126,9 +139,7 @@ pub async fn start_cluster_member(config: &crate::node::NodeConfig, fragments: u
         .collect::<crate::Result<_>>()?;
     cfg.store = Some(Arc::new(store));
     cfg.tombstone_file = tombstones;
-    if let Some(d) = &config.failure_domain {
-        cfg.domain = d.clone();
-    }
+    cfg.domain = failure_domain(config.failure_domain.as_deref());
     let node = NetNode::start(cfg).await?;
     node.start_services(ServiceConfig::default());
     tracing::info!(peer = %node.id(), addrs = ?node.listen_addrs(), "fragstate cluster node started");
@@ -239,5 +250,22 @@ async fn reclaim_loop(node: NetNode, cfg: ServiceConfig) {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "reclaim failed"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_domain_host_process_and_literal() {
+        let host = hostname();
+        assert!(!host.is_empty());
+        assert_eq!(failure_domain(None), host);
+        assert_eq!(failure_domain(Some("")), host);
+        assert_eq!(failure_domain(Some("host")), host);
+        assert_eq!(failure_domain(Some(" process ")), format!("{host}/{}", std::process::id()));
+        assert_ne!(failure_domain(Some("process")), failure_domain(Some("host")));
+        assert_eq!(failure_domain(Some("rack1-host3")), "rack1-host3");
     }
 }

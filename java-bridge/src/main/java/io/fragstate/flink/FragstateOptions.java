@@ -95,6 +95,19 @@ public final class FragstateOptions {
                             "Cluster mode (required there): a file holding the cluster's"
                                     + " pre-shared key; only nodes that hold it can connect.");
 
+    public static final ConfigOption<String> FAILURE_DOMAIN =
+            ConfigOptions.key("fragstate.failure-domain")
+                    .stringType()
+                    .defaultValue("host")
+                    .withDescription(
+                            "Cluster mode: the failure domain of this process's node; placement"
+                                    + " puts at most one fragment of an object per domain. 'host':"
+                                    + " the host name (one fragment per machine). 'process':"
+                                    + " <hostname>/<pid> (one per JVM; for clusters whose JVMs share"
+                                    + " one host, such as tests and demos: losing that host loses"
+                                    + " every fragment). Anything else: that literal label, e.g."
+                                    + " a rack name (printable, at most 128 characters).");
+
     public static final ConfigOption<String> STORE_DIR =
             ConfigOptions.key("fragstate.store.dir")
                     .stringType()

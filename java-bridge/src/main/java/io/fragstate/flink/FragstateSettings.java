@@ -56,6 +56,7 @@ public final class FragstateSettings implements java.io.Serializable {
     final String listen;
     final List<String> bootstrap;
     final String clusterKeyFile;
+    final String failureDomain;
     final LocalBackend localBackend;
     final URI checkpointDir;
 
@@ -114,9 +115,11 @@ public final class FragstateSettings implements java.io.Serializable {
             String l = get(config, FragstateOptions.LISTEN);
             this.listen = l == null || l.isBlank() ? null : requireMultiaddr(FragstateOptions.LISTEN, l.trim());
             this.bootstrap = bootstrap(config);
+            this.failureDomain = failureDomain(get(config, FragstateOptions.FAILURE_DOMAIN));
         } else {
             this.listen = null;
             this.bootstrap = List.of();
+            this.failureDomain = null;
         }
     }
 
@@ -189,6 +192,8 @@ public final class FragstateSettings implements java.io.Serializable {
             }
             sb.append("],");
             field(sb, "clusterKeyFile", clusterKeyFile);
+            sb.append(',');
+            field(sb, "failureDomain", failureDomain);
         }
         return sb.append('}').toString();
     }
@@ -318,6 +323,19 @@ public final class FragstateSettings implements java.io.Serializable {
             throw bad(option, v, "a multiaddr such as /ip4/0.0.0.0/tcp/6130");
         }
         return v;
+    }
+
+    /** 'host', 'process' or a printable label; the node resolves the first two (Rust side). */
+    static String failureDomain(String v) {
+        String s = v == null ? "" : v.trim();
+        boolean printable = !s.isEmpty() && s.length() <= 128 && s.chars().allMatch(c -> c >= 0x20 && c != 0x7f);
+        if (!printable) {
+            throw bad(
+                    FragstateOptions.FAILURE_DOMAIN,
+                    v,
+                    "'host' (the host name), 'process' (<hostname>/<pid>) or a printable label of 1 … 128 characters");
+        }
+        return s;
     }
 
     private static List<String> bootstrap(ReadableConfig config) {

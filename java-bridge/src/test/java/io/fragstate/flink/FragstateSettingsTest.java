@@ -221,6 +221,29 @@ class FragstateSettingsTest {
     }
 
     @Test
+    void failureDomainIsSentInClusterMode() {
+        String[] cluster = {
+            "fragstate.mode", "cluster",
+            "fragstate.cluster-key-file", "/k",
+            "fragstate.listen", "/ip4/127.0.0.1/tcp/0",
+            JobManagerOptions.ADDRESS.key(), "localhost"
+        };
+        assertThat(settings(cluster).toNodeJson()).contains("\"failureDomain\":\"host\"");
+        String[] process = java.util.Arrays.copyOf(cluster, cluster.length + 2);
+        process[cluster.length] = "fragstate.failure-domain";
+        process[cluster.length + 1] = " process ";
+        assertThat(settings(process).toNodeJson()).contains("\"failureDomain\":\"process\"");
+        process[cluster.length + 1] = "rack-7";
+        assertThat(settings(process).toNodeJson()).contains("\"failureDomain\":\"rack-7\"");
+        assertThat(settings(process).toStartJson()).contains("\"failureDomain\":\"rack-7\"");
+        // embedded mode has no network node: the option is not sent
+        assertThat(settings("fragstate.failure-domain", "process").toNodeJson()).doesNotContain("failureDomain");
+        rejects("fragstate.failure-domain", " ", "'process'", cluster);
+        rejects("fragstate.failure-domain", "a\tb", "printable", cluster);
+        rejects("fragstate.failure-domain", "x".repeat(129), "128 characters", cluster);
+    }
+
+    @Test
     void jsonEscapesStrings() {
         assertThat(settings("fragstate.store.dir", "/tmp/a \"b\"\\c").toNodeJson())
                 .contains("\"storeDir\":\"/tmp/a \\\"b\\\"\\\\c\"");

@@ -16,7 +16,7 @@ import java.util.Set;
  *
  * <pre>
  * java -jar integration-tests/target/integration-tests-0.1.0-SNAPSHOT-all.jar
- *     [--scenario h|d|e] [--repo .] [--job-jar PATH]
+ *     [--scenario h|d|e|a|b|c|f] [--repo .] [--job-jar PATH]
  *     [--config key=value]... [--config-file FILE] [--lib-jar JAR]...
  *     [--kill N] [--during-checkpoint] [--id NAME] [--scale 0.2] [--duration-s 90] [--speedup 1.5] [--seed 42]
  * </pre>
@@ -53,7 +53,11 @@ public final class RunScenario {
             case "h": base = Scenario.plainFlinkKillOneTaskManager(); break;
             case "d": base = Scenario.plainFlinkRestartCluster(); break;
             case "e": base = Scenario.plainFlinkSavepointRescale(); break;
-            default: throw new IllegalArgumentException("--scenario must be h, d or e (the base flows)");
+            case "a": base = Scenario.fragstateKillOneTaskManager(repo); break;
+            case "b": base = Scenario.fragstateKillTwoTaskManagers(repo); break;
+            case "c": base = Scenario.fragstateKillDuringCheckpoint(repo); break;
+            case "f": base = Scenario.fragstateRocksDbIncrementalKillOneTaskManager(repo); break;
+            default: throw new IllegalArgumentException("--scenario must be h, d, e, a, b, c or f");
         }
         Map<String, String> config = new LinkedHashMap<>(base.flinkConfig());
         if (a.has("config-file")) {
@@ -85,8 +89,8 @@ public final class RunScenario {
                 a.getInt("duration-s", s.durationSeconds()), a.getDouble("speedup", s.speedup()));
         Scenario scenario = new Scenario(a.get("id", base.id()), base.description() + (configPairs.isEmpty()
                 && !a.has("config-file") ? "" : " + " + config), config,
-                libJars.stream().map(Path::of).toList(), base.taskManagers(), base.parallelism(),
-                base.checkpointIntervalMs(), sim, d);
+                java.util.stream.Stream.concat(base.libJars().stream(), libJars.stream().map(Path::of)).toList(), base.taskManagers(), base.parallelism(),
+                base.checkpointIntervalMs(), sim, d, base.fragstateNodes());
 
         ScenarioRunner.Result r;
         try (ScenarioRunner runner = new ScenarioRunner(scenario, repo, jobJar)) {

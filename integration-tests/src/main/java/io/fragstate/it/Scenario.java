@@ -20,9 +20,25 @@ import java.util.Map;
  * @param checkpointIntervalMs checkpoint interval passed to the job
  * @param simulation    generator parameters (they also define the expected output)
  * @param disruption    what happens to the running job, and when
+ * @param fragstateNodes for {@code fragstate.mode: cluster}: standalone {@code fragstate node} storage
+ *                      processes the harness starts beside the cluster (the bootstrap address of every
+ *                      Flink JVM's node, and headroom); 0 otherwise
  */
 public record Scenario(String id, String description, Map<String, String> flinkConfig, List<Path> libJars,
-        int taskManagers, int parallelism, long checkpointIntervalMs, Simulation simulation, Disruption disruption) {
+        int taskManagers, int parallelism, long checkpointIntervalMs, Simulation simulation, Disruption disruption,
+        int fragstateNodes) {
+
+    /** A scenario without standalone fragstate nodes. */
+    public Scenario(String id, String description, Map<String, String> flinkConfig, List<Path> libJars,
+            int taskManagers, int parallelism, long checkpointIntervalMs, Simulation simulation, Disruption disruption) {
+        this(id, description, flinkConfig, libJars, taskManagers, parallelism, checkpointIntervalMs, simulation,
+                disruption, 0);
+    }
+
+    /** True when the Flink JVMs run networked fragstate nodes (the harness then makes a cluster key). */
+    public boolean fragstateCluster() {
+        return "cluster".equalsIgnoreCase(flinkConfig.getOrDefault("fragstate.mode", "").strip());
+    }
 
     /** Generator parameters; {@code speedup} = simulated seconds per wall-clock second. */
     public record Simulation(long seed, double scale, int durationSeconds, double speedup) {}
@@ -108,5 +124,73 @@ public record Scenario(String id, String description, Map<String, String> flinkC
         return new Scenario("e-plain-flink-savepoint-rescale",
                 "plain Flink: stop with savepoint, restart from the savepoint at parallelism 3",
                 plainFlinkConfig(), List.of(), 4, 4, 2_000, defaultSimulation(), Disruption.savepointAndRescale(3));
+    }
+
+    /** The fragstate plugin jar built by java-bridge (override: -Dfragstate.plugin.jar). */
+    public static Path pluginJar(Path repo) {
+        return Path.of(System.getProperty("fragstate.plugin.jar",
+                repo.resolve("java-bridge/target/fragstate-flink-0.1.0-SNAPSHOT.jar").toString()));
+    }
+
+    /**
+     * The fragstate settings of the cluster-mode scenarios: the plugin as state backend (HashMap
+     * working state), networked nodes, RS(2,2) and one failure domain per process. Key file,
+     * bootstrap and listen address are added per run by the harness.
+     *
+     * <p>Why k = 2, m = 2 and two standalone nodes: storage nodes are the JobManager, 4
+     * TaskManagers and the 2 standalone nodes = 7; a writer excludes itself (6 left), so k + m = 4
+     * still fits after two TaskManagers die at once (4 left), and any 2 of the 4 fragments rebuild
+     * an object, so the loss of m = 2 holders is survived.
+     */
+    public static Map<String, String> fragstateClusterConfig() {
+        Map<String, String> config = new LinkedHashMap<>();
+        config.put("state.backend.type", "io.fragstate.flink.FragstateStateBackendFactory");
+        config.put("fragstate.mode", "cluster");
+        config.put("fragstate.failure-domain", "process");
+        config.put("fragstate.data-fragments", "2");
+        config.put("fragstate.parity-fragments", "2");
+        config.put("fragstate.cell-size", "64 kb");
+        // Flink inlines state below this size into the checkpoint's _metadata (default 20 KB), which
+        // only the JobManager writes and reads: 0 puts every subtask's state into its own
+        // fragstate file, so a restored TaskManager really fetches fragments from its peers.
+        config.put("execution.checkpointing.data-inline-threshold", "0 b");
+        // the fragstate.* metrics are read over REST right after recovery (default cache: 10 s)
+        config.put("metrics.fetcher.update-interval", "1000");
+        return config;
+    }
+
+    /** Scenario a: fragstate in cluster mode, one TaskManager killed with {@code kill -9} after a few checkpoints. */
+    public static Scenario fragstateKillOneTaskManager(Path repo) {
+        return new Scenario("a-fragstate-kill-one-tm",
+                "fragstate cluster mode, RS(2,2), failure domain per process: kill -9 one TaskManager with stateful subtasks",
+                fragstateClusterConfig(), List.of(pluginJar(repo)), 4, 4, 2_000, defaultSimulation(),
+                Disruption.killTaskManagers(1, Trigger.AFTER_CHECKPOINTS), 2);
+    }
+
+    /** Scenario b: two TaskManagers with stateful subtasks killed at once; m = 2 fragments of every object may be lost. */
+    public static Scenario fragstateKillTwoTaskManagers(Path repo) {
+        return new Scenario("b-fragstate-kill-two-tms",
+                "fragstate cluster mode, RS(2,2): kill -9 two TaskManagers with stateful subtasks at once",
+                fragstateClusterConfig(), List.of(pluginJar(repo)), 4, 4, 2_000, defaultSimulation(),
+                Disruption.killTaskManagers(2, Trigger.AFTER_CHECKPOINTS), 2);
+    }
+
+    /** Scenario c: one TaskManager killed while a checkpoint is in progress (its fragments half written). */
+    public static Scenario fragstateKillDuringCheckpoint(Path repo) {
+        return new Scenario("c-fragstate-kill-during-checkpoint",
+                "fragstate cluster mode, RS(2,2): kill -9 one TaskManager while a checkpoint is in progress",
+                fragstateClusterConfig(), List.of(pluginJar(repo)), 4, 4, 2_000, defaultSimulation(),
+                Disruption.killTaskManagers(1, Trigger.DURING_CHECKPOINT), 2);
+    }
+
+    /** Scenario f: RocksDB working state with incremental checkpoints on fragstate, then scenario a. */
+    public static Scenario fragstateRocksDbIncrementalKillOneTaskManager(Path repo) {
+        Map<String, String> config = fragstateClusterConfig();
+        config.put("fragstate.local-backend", "rocksdb");
+        config.put("execution.checkpointing.incremental", "true");
+        return new Scenario("f-fragstate-rocksdb-incremental-kill-one-tm",
+                "fragstate cluster mode, RS(2,2), RocksDB + incremental checkpoints: kill -9 one TaskManager",
+                config, List.of(pluginJar(repo)), 4, 4, 2_000, defaultSimulation(),
+                Disruption.killTaskManagers(1, Trigger.AFTER_CHECKPOINTS), 2);
     }
 }

@@ -58,8 +58,11 @@ public final class ScenarioRunner implements AutoCloseable {
     private final Path flinkDir;
     private final PrintStream log = System.out;
     private final Thread shutdownHook;
+    private final Path fragstateDir;
     private boolean kafkaStarted;
     private boolean flinkStarted;
+    private boolean fragstateStarted;
+    private Path clusterKey;
     private String jobId;
     private FlinkRest rest;
     private String brokers;
@@ -82,6 +85,8 @@ public final class ScenarioRunner implements AutoCloseable {
         public int keyMismatches;
         public double wallSeconds;
         public String runDir;
+        /** cluster mode: per TaskManager the fragstate.* metrics after recovery, and `fragstate stats` */
+        public Map<String, Object> fragstate = new LinkedHashMap<>();
 
         public boolean exactlyOnce() {
             return missing.isEmpty() && duplicatesOrUnexpected.isEmpty() && expectedNotifications == committedNotifications
@@ -97,6 +102,7 @@ public final class ScenarioRunner implements AutoCloseable {
                 .resolve(scenario.id() + "-" + STAMP.format(Instant.now()) + "-" + ProcessHandle.current().pid());
         this.kafkaDir = runDir.resolve("kafka");
         this.flinkDir = runDir.resolve("flink");
+        this.fragstateDir = runDir.resolve("fragstate");
         this.shutdownHook = new Thread(this::stopServices, "fragstate-it-teardown");
         Runtime.getRuntime().addShutdownHook(shutdownHook);
     }
@@ -107,7 +113,8 @@ public final class ScenarioRunner implements AutoCloseable {
         result.scenario = scenario.id();
         result.description = scenario.description();
         result.startedAt = Instant.now().toString();
-        result.flinkConfig = scenario.flinkConfig();
+        Map<String, String> flinkConfig = new LinkedHashMap<>(scenario.flinkConfig());
+        result.flinkConfig = flinkConfig;
         result.simulation = scenario.simulation();
         result.runDir = runDir.toString();
         if (!Files.isRegularFile(jobJar)) {
@@ -135,9 +142,12 @@ public final class ScenarioRunner implements AutoCloseable {
         CompletableFuture<Void> kafka = CompletableFuture.runAsync(() -> Shell.bash(repo, Duration.ofMinutes(10),
                 "ci/lib/kafka.sh", "start", kafkaDir.toString(), Integer.toString(kafkaPort)));
 
+        if (scenario.fragstateCluster()) {
+            startFragstateNodes(flinkConfig);
+        }
         Path extraConfig = runDir.resolve("scenario-config.yaml");
         StringBuilder yaml = new StringBuilder();
-        scenario.flinkConfig().forEach((k, v) -> yaml.append(k).append(": ").append(v).append('\n'));
+        flinkConfig.forEach((k, v) -> yaml.append(k).append(": ").append(v).append('\n'));
         Files.writeString(extraConfig, yaml.toString());
         List<String> prepare = new ArrayList<>(List.of("prepare", flinkDir.toString(), extraConfig.toString()));
         scenario.libJars().forEach(j -> prepare.add(j.toAbsolutePath().toString()));
@@ -177,6 +187,9 @@ public final class ScenarioRunner implements AutoCloseable {
 
         try (OutputCollector output = new OutputCollector(brokers, OUTPUT_TOPIC)) {
             disrupt(result.timeline, generatorSecond, generator);
+            if (scenario.fragstateCluster()) {
+                collectFragstateFigures(result);
+            }
             result.inputEvents = generator.get().events();
             step("generator done: " + result.inputEvents + " events; waiting for " + expected.size() + " committed notifications");
             long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
@@ -200,6 +213,82 @@ public final class ScenarioRunner implements AutoCloseable {
         result.wallSeconds = (System.nanoTime() - t0) / 1e9;
         writeResults(result);
         return result;
+    }
+
+    private Path fragstateBinary() {
+        return Path.of(System.getProperty("fragstate.bin", repo.resolve("target/release/fragstate").toString()));
+    }
+
+    /**
+     * Cluster mode: a new cluster key for this run ({@code fragstate keygen}), the scenario's
+     * standalone storage nodes, and the per-run addresses in the Flink config: every Flink JVM's
+     * node listens on an ephemeral loopback port and bootstraps from the standalone nodes (so two
+     * runs on one machine never meet on the fixed default port 6130).
+     */
+    private void startFragstateNodes(Map<String, String> flinkConfig) throws IOException {
+        Files.createDirectories(fragstateDir);
+        clusterKey = fragstateDir.resolve("cluster.key");
+        Path bin = fragstateBinary();
+        Shell.bash(repo, Duration.ofSeconds(30), "ci/lib/fragstate-nodes.sh", "keygen", bin.toString(), clusterKey.toString());
+        flinkConfig.putIfAbsent("fragstate.cluster-key-file", clusterKey.toString());
+        flinkConfig.putIfAbsent("fragstate.listen", "/ip4/127.0.0.1/tcp/0");
+        if (scenario.fragstateNodes() > 0) {
+            fragstateStarted = true;
+            String addrs = Shell.bash(repo, Duration.ofMinutes(2), "ci/lib/fragstate-nodes.sh", "start",
+                    fragstateDir.toString(), bin.toString(), clusterKey.toString(),
+                    Integer.toString(scenario.fragstateNodes())).strip();
+            String[] lines = addrs.split("\\R");
+            flinkConfig.putIfAbsent("fragstate.bootstrap", lines[lines.length - 1].strip());
+            step(scenario.fragstateNodes() + " standalone fragstate nodes: " + flinkConfig.get("fragstate.bootstrap"));
+        }
+    }
+
+    /**
+     * The fragstate figures of a cluster-mode run, taken right after the recovery: the {@code
+     * fragstate.*} metrics of every TaskManager (bytes and stripes fetched for restores, live peers) and {@code fragstate stats}
+     * of every storage node (fragments and bytes held, repairs).
+     */
+    private void collectFragstateFigures(Result result) {
+        String names = String.join(",", List.of("fragstate.liveNodes", "fragstate.bytesWritten", "fragstate.objectsWritten",
+                "fragstate.bytesRead", "fragstate.objectsOpened", "fragstate.bytesFetched", "fragstate.stripesReconstructed",
+                "fragstate.failedRequests", "fragstate.fragmentsReplaced", "fragstate.fragmentsHeld", "fragstate.bytesHeld"));
+        Map<String, Object> perTm = new TreeMap<>();
+        // right after recovery; the REST metric cache is refreshed every metrics.fetcher.update-interval,
+        // so poll (at most 20 s) until the restore's fetches show up
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        try {
+            long fetched = 0;
+            while (fetched == 0 && System.nanoTime() < deadline) {
+                perTm.clear();
+                for (String tm : rest.registeredTaskManagers()) {
+                    Map<String, Long> m = new TreeMap<>();
+                    for (JsonNode g : rest.get("/taskmanagers/" + tm + "/metrics?get=" + names)) {
+                        m.put(g.path("id").asText().replace("fragstate.", ""), g.path("value").asLong());
+                    }
+                    perTm.put(tm, m);
+                    fetched += m.getOrDefault("bytesFetched", 0L);
+                }
+                if (fetched == 0) {
+                    Thread.sleep(1000);
+                }
+            }
+        } catch (RuntimeException e) {
+            perTm.put("error", e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            perTm.put("error", "interrupted");
+        }
+        result.fragstate.put("taskManagerMetrics", perTm);
+        if (fragstateStarted) {
+            try {
+                String stats = Shell.bash(repo, Duration.ofSeconds(60), "ci/lib/fragstate-nodes.sh", "stats",
+                        fragstateDir.toString(), fragstateBinary().toString(), clusterKey.toString());
+                result.fragstate.put("nodeStats", List.of(stats.strip().split("\\R")));
+            } catch (RuntimeException e) {
+                result.fragstate.put("nodeStats", "failed: " + e.getMessage());
+            }
+        }
+        step("fragstate figures: " + result.fragstate);
     }
 
     /** {@code flink run -d [-s restorePath] job.jar ...}; returns the job id. */
@@ -525,6 +614,9 @@ public final class ScenarioRunner implements AutoCloseable {
         t.put("killAtMs", tl.killAtMs);
         t.put("subtasks", tl.subtasks);
         doc.put("timeline", t);
+        if (!result.fragstate.isEmpty()) {
+            doc.put("fragstate", result.fragstate);
+        }
         doc.put("flinkConfig", result.flinkConfig);
         doc.put("simulation", result.simulation);
         doc.put("runDir", result.runDir);
@@ -590,6 +682,15 @@ public final class ScenarioRunner implements AutoCloseable {
                     step("stopping Flink processes left by an earlier run in " + d);
                     Shell.bash(repo, Duration.ofMinutes(2), "ci/lib/flink-cluster.sh", "stop", d.resolve("flink").toString());
                 }
+                Path nodePids = d.resolve("fragstate/pids");
+                boolean nodesLeft;
+                try (var files = Files.isDirectory(nodePids) ? Files.list(nodePids) : java.util.stream.Stream.<Path>empty()) {
+                    nodesLeft = files.findAny().isPresent();
+                }
+                if (nodesLeft) {
+                    step("stopping fragstate nodes left by an earlier run in " + d);
+                    Shell.bash(repo, Duration.ofMinutes(1), "ci/lib/fragstate-nodes.sh", "stop", d.resolve("fragstate").toString());
+                }
                 if (Files.exists(d.resolve("kafka/kafka.pid"))) {
                     step("stopping a Kafka broker left by an earlier run in " + d);
                     Shell.bash(repo, Duration.ofMinutes(1), "ci/lib/kafka.sh", "stop", d.resolve("kafka").toString());
@@ -625,6 +726,14 @@ public final class ScenarioRunner implements AutoCloseable {
                 System.err.println("stopping Flink failed: " + e.getMessage());
             }
             flinkStarted = false;
+        }
+        if (fragstateStarted) {
+            try {
+                Shell.bash(repo, Duration.ofMinutes(1), "ci/lib/fragstate-nodes.sh", "stop", fragstateDir.toString());
+            } catch (RuntimeException e) {
+                System.err.println("stopping fragstate nodes failed: " + e.getMessage());
+            }
+            fragstateStarted = false;
         }
         if (kafkaStarted) {
             try {

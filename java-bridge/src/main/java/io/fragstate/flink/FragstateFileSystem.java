@@ -237,8 +237,35 @@ public class FragstateFileSystem extends FileSystem {
             throw new IOException("fragstate: cannot write the root " + key);
         }
         FragstateNode.ensureStarted();
-        long h = FragstateNative.createWriter(key, overwriteMode == WriteMode.OVERWRITE);
+        long h;
+        try {
+            h = FragstateNative.createWriter(key, overwriteMode == WriteMode.OVERWRITE);
+        } catch (IOException e) {
+            throw explainPlacementFailure(e);
+        }
         return new FragstateOutputStream(key, h);
+    }
+
+    /**
+     * A write that cannot place its k + m fragments (too few live storage nodes or failure
+     * domains) gets the names of the settings that decide it, so that a misconfigured cluster
+     * shows in the log what to change; other errors pass unchanged.
+     */
+    static IOException explainPlacementFailure(IOException e) {
+        String msg = e.getMessage();
+        if (msg == null || !msg.contains("cannot place")) {
+            return e;
+        }
+        return new IOException(
+                msg
+                        + " — check "
+                        + FragstateOptions.DATA_FRAGMENTS.key()
+                        + " (k) and "
+                        + FragstateOptions.PARITY_FRAGMENTS.key()
+                        + " (m): every write needs k + m live storage nodes besides the writer,"
+                        + " each in its own "
+                        + FragstateOptions.FAILURE_DOMAIN.key(),
+                e);
     }
 
     /** Not supported: Flink's checkpoint and savepoint code never renames. */

@@ -244,6 +244,22 @@ class FragstateSettingsTest {
     }
 
     @Test
+    void placementFailuresNameTheSettings() {
+        java.io.IOException e =
+                FragstateFileSystem.explainPlacementFailure(
+                        new java.io.IOException(
+                                "cannot place 8 fragments (k=6 + m=2): only 6 usable storage nodes in 6"
+                                        + " failure domains are live"));
+        assertThat(e.getMessage())
+                .contains("cannot place 8 fragments (k=6 + m=2)")
+                .contains("fragstate.data-fragments")
+                .contains("fragstate.parity-fragments")
+                .contains("fragstate.failure-domain");
+        java.io.IOException other = new java.io.IOException("object not found");
+        assertThat(FragstateFileSystem.explainPlacementFailure(other)).isSameAs(other);
+    }
+
+    @Test
     void jsonEscapesStrings() {
         assertThat(settings("fragstate.store.dir", "/tmp/a \"b\"\\c").toNodeJson())
                 .contains("\"storeDir\":\"/tmp/a \\\"b\\\"\\\\c\"");

@@ -193,4 +193,20 @@ public record Scenario(String id, String description, Map<String, String> flinkC
                 config, List.of(pluginJar(repo)), 4, 4, 2_000, defaultSimulation(),
                 Disruption.killTaskManagers(1, Trigger.AFTER_CHECKPOINTS), 2);
     }
+
+    /**
+     * Scenario g: a setting the cluster cannot satisfy: k + m = 6 + 2 = 8 fragments per object, but
+     * a writer sees at most 6 other storage nodes (JobManager, 4 TaskManagers, 2 standalone nodes,
+     * minus itself). Every write must fail with an error naming the settings; the job must not run
+     * degraded (no checkpoint completes, nothing is committed).
+     */
+    public static Scenario fragstateTooManyFragments(Path repo) {
+        Map<String, String> config = fragstateClusterConfig();
+        config.put("fragstate.data-fragments", "6");
+        config.put("fragstate.parity-fragments", "2");
+        return new Scenario("g-fragstate-too-many-fragments",
+                "fragstate cluster mode with k + m = 8 fragments on 7 storage nodes: every checkpoint must fail loudly, nothing committed",
+                config, List.of(pluginJar(repo)), 4, 4, 2_000, defaultSimulation(),
+                Disruption.killTaskManagers(0, Trigger.AFTER_CHECKPOINTS), 2);
+    }
 }

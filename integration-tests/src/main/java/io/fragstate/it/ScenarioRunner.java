@@ -135,39 +135,7 @@ public final class ScenarioRunner implements AutoCloseable {
         Files.write(runDir.resolve("expected.jsonl"), expected, StandardCharsets.UTF_8);
         step("reference computation: " + expected.size() + " notifications expected");
 
-        // Kafka and the Flink cluster come up side by side
-        int kafkaPort = freePort();
-        brokers = "127.0.0.1:" + kafkaPort;
-        kafkaStarted = true; // before start: a half-started broker is stopped too
-        CompletableFuture<Void> kafka = CompletableFuture.runAsync(() -> Shell.bash(repo, Duration.ofMinutes(10),
-                "ci/lib/kafka.sh", "start", kafkaDir.toString(), Integer.toString(kafkaPort)));
-
-        if (scenario.fragstateCluster()) {
-            startFragstateNodes(flinkConfig);
-        }
-        Path extraConfig = runDir.resolve("scenario-config.yaml");
-        StringBuilder yaml = new StringBuilder();
-        flinkConfig.forEach((k, v) -> yaml.append(k).append(": ").append(v).append('\n'));
-        Files.writeString(extraConfig, yaml.toString());
-        List<String> prepare = new ArrayList<>(List.of("prepare", flinkDir.toString(), extraConfig.toString()));
-        scenario.libJars().forEach(j -> prepare.add(j.toAbsolutePath().toString()));
-        flinkStarted = true;
-        try {
-            Shell.bash(repo, Duration.ofMinutes(15), "ci/lib/flink-cluster.sh", prepare.toArray(String[]::new));
-            Shell.bash(repo, Duration.ofMinutes(5), "ci/lib/flink-cluster.sh", "start", flinkDir.toString(),
-                    Integer.toString(scenario.taskManagers()));
-        } finally {
-            try {
-                kafka.join();
-            } catch (java.util.concurrent.CompletionException e) {
-                throw (RuntimeException) e.getCause();
-            }
-        }
-        rest = new FlinkRest(Shell.bash(repo, Duration.ofSeconds(30), "ci/lib/flink-cluster.sh", "rest-url",
-                flinkDir.toString()).strip());
-        KafkaEventProducer producer = new KafkaEventProducer(brokers, INPUT_TOPIC, 4, sim.speedup(), 10, log);
-        producer.ensureTopic();
-        new KafkaEventProducer(brokers, OUTPUT_TOPIC, 2, 1, 10, log).ensureTopic();
+        KafkaEventProducer producer = startServices(flinkConfig, sim);
 
         // job, submitted like a user does
         jobId = submitJob(scenario.parallelism(), null);
@@ -213,6 +181,114 @@ public final class ScenarioRunner implements AutoCloseable {
         result.wallSeconds = (System.nanoTime() - t0) / 1e9;
         writeResults(result);
         return result;
+    }
+
+    /** Kafka, the standalone fragstate nodes (cluster mode) and the Flink cluster; topics created. */
+    private KafkaEventProducer startServices(Map<String, String> flinkConfig, Scenario.Simulation sim) throws Exception {
+        // Kafka and the Flink cluster come up side by side
+        int kafkaPort = freePort();
+        brokers = "127.0.0.1:" + kafkaPort;
+        kafkaStarted = true; // before start: a half-started broker is stopped too
+        CompletableFuture<Void> kafka = CompletableFuture.runAsync(() -> Shell.bash(repo, Duration.ofMinutes(10),
+                "ci/lib/kafka.sh", "start", kafkaDir.toString(), Integer.toString(kafkaPort)));
+
+        if (scenario.fragstateCluster()) {
+            startFragstateNodes(flinkConfig);
+        }
+        Path extraConfig = runDir.resolve("scenario-config.yaml");
+        StringBuilder yaml = new StringBuilder();
+        flinkConfig.forEach((k, v) -> yaml.append(k).append(": ").append(v).append('\n'));
+        Files.writeString(extraConfig, yaml.toString());
+        List<String> prepare = new ArrayList<>(List.of("prepare", flinkDir.toString(), extraConfig.toString()));
+        scenario.libJars().forEach(j -> prepare.add(j.toAbsolutePath().toString()));
+        flinkStarted = true;
+        try {
+            Shell.bash(repo, Duration.ofMinutes(15), "ci/lib/flink-cluster.sh", prepare.toArray(String[]::new));
+            Shell.bash(repo, Duration.ofMinutes(5), "ci/lib/flink-cluster.sh", "start", flinkDir.toString(),
+                    Integer.toString(scenario.taskManagers()));
+        } finally {
+            try {
+                kafka.join();
+            } catch (java.util.concurrent.CompletionException e) {
+                throw (RuntimeException) e.getCause();
+            }
+        }
+        rest = new FlinkRest(Shell.bash(repo, Duration.ofSeconds(30), "ci/lib/flink-cluster.sh", "rest-url",
+                flinkDir.toString()).strip());
+        KafkaEventProducer producer = new KafkaEventProducer(brokers, INPUT_TOPIC, 4, sim.speedup(), 10, log);
+        producer.ensureTopic();
+        new KafkaEventProducer(brokers, OUTPUT_TOPIC, 2, 1, 10, log).ensureTopic();
+        return producer;
+    }
+
+    /**
+     * Scenario g: a fragstate setting the cluster cannot satisfy. Starts everything, submits the
+     * job, runs the generator for {@code observe}, and reports what happened: completed
+     * checkpoints, committed output (read_committed) and the log lines (JobManager and
+     * TaskManagers) that contain every one of {@code needles}. The job must not run silently
+     * degraded: no checkpoint may complete and nothing may be committed.
+     */
+    public RejectedConfigResult runExpectingRejectedConfig(Duration observe, List<String> needles) throws Exception {
+        stopLeftoversOfEarlierRuns();
+        Files.createDirectories(runDir);
+        Files.writeString(runDir.resolve("owner.pid"), Long.toString(ProcessHandle.current().pid()));
+        step("scenario " + scenario.id() + ": " + scenario.description() + " (run dir " + runDir + ")");
+        Scenario.Simulation sim = scenario.simulation();
+        GeneratorConfig genConfig = GeneratorConfig.defaults(sim.seed(), sim.scale(), sim.durationSeconds());
+        registry = runDir.resolve("vehicle-registry.csv");
+        VehicleGeneratorMain.writeRegistry(TrafficSimulator.registryFor(genConfig), registry);
+        Map<String, String> flinkConfig = new LinkedHashMap<>(scenario.flinkConfig());
+        KafkaEventProducer producer = startServices(flinkConfig, sim);
+        jobId = submitJob(scenario.parallelism(), null);
+        step("job " + jobId + " submitted; observing for " + observe.toSeconds() + " s");
+        CompletableFuture<KafkaEventProducer.Stats> generator = CompletableFuture.supplyAsync(() -> {
+            try {
+                return producer.run(genConfig, s -> { });
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+            }
+        });
+        RejectedConfigResult r = new RejectedConfigResult();
+        try (OutputCollector output = new OutputCollector(brokers, OUTPUT_TOPIC)) {
+            long until = System.nanoTime() + observe.toNanos();
+            while (System.nanoTime() < until) {
+                output.poll(Duration.ofMillis(500));
+            }
+            generator.join(); // the whole input is in Kafka: nothing was lost on the way in
+            output.drain(Duration.ofSeconds(3));
+            r.committedNotifications = output.count();
+        }
+        JsonNode job = rest.job(jobId);
+        r.jobState = job.path("state").asText();
+        r.completedCheckpoints = rest.completedCheckpoints(jobId);
+        r.failedCheckpoints = rest.checkpoints(jobId).path("counts").path("failed").asLong();
+        try (var logs = Files.list(flinkDir.resolve("log"))) {
+            for (Path f : (Iterable<Path>) logs::iterator) {
+                if (!f.getFileName().toString().endsWith(".log")) {
+                    continue;
+                }
+                for (String line : Files.readAllLines(f, StandardCharsets.UTF_8)) {
+                    if (needles.stream().allMatch(line::contains)) {
+                        r.matchingLogLines.add(f.getFileName() + ": " + line.strip());
+                    }
+                }
+            }
+        }
+        step("job state " + r.jobState + ", checkpoints completed " + r.completedCheckpoints + ", failed "
+                + r.failedCheckpoints + ", committed notifications " + r.committedNotifications + ", log lines naming "
+                + needles + ": " + r.matchingLogLines.size()
+                + (r.matchingLogLines.isEmpty() ? "" : " (first: " + Shell.tail(r.matchingLogLines.get(0), 600) + ")"));
+        return r;
+    }
+
+    /** What {@link #runExpectingRejectedConfig} saw. */
+    public static final class RejectedConfigResult {
+        public String jobState;
+        public long completedCheckpoints;
+        public long failedCheckpoints;
+        public int committedNotifications;
+        public List<String> matchingLogLines = new ArrayList<>();
     }
 
     private Path fragstateBinary() {

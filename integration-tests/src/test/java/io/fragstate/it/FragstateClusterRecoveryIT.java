@@ -15,9 +15,9 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
  * networked fragstate node per JobManager/TaskManager JVM (failure domain per process, a cluster
  * key made per run with {@code fragstate keygen}) plus two standalone {@code fragstate node}
  * processes, and the same exactly-once check against the reference computation as scenario h.
- * Full tier ({@code -Dfragstate.it.full=true}).
+ * Scenario a runs in the quick tier (about 2.3 min, passed every run); b, c, f and g in the full
+ * tier ({@code -Dfragstate.it.full=true}).
  */
-@EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
 class FragstateClusterRecoveryIT {
     private static final Path REPO = Path.of(System.getProperty("fragstate.repo", "..")).toAbsolutePath().normalize();
 
@@ -73,6 +73,7 @@ class FragstateClusterRecoveryIT {
     }
 
     @Test
+    @EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
     @Timeout(value = 12, unit = TimeUnit.MINUTES)
     void scenarioB_fragstateCluster_killTwoTaskManagersAtOnce_exactlyOnce() throws Exception {
         ScenarioRunner.Result r = run(Scenario.fragstateKillTwoTaskManagers(REPO));
@@ -83,6 +84,7 @@ class FragstateClusterRecoveryIT {
     }
 
     @Test
+    @EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
     @Timeout(value = 12, unit = TimeUnit.MINUTES)
     void scenarioC_fragstateCluster_killDuringCheckpoint_exactlyOnce() throws Exception {
         ScenarioRunner.Result r = run(Scenario.fragstateKillDuringCheckpoint(REPO));
@@ -93,6 +95,7 @@ class FragstateClusterRecoveryIT {
     }
 
     @Test
+    @EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
     @Timeout(value = 12, unit = TimeUnit.MINUTES)
     void scenarioF_fragstateCluster_rocksDbIncremental_killOneTaskManager_exactlyOnce() throws Exception {
         ScenarioRunner.Result r = run(Scenario.fragstateRocksDbIncrementalKillOneTaskManager(REPO));
@@ -100,5 +103,21 @@ class FragstateClusterRecoveryIT {
         assertThat(r.timeline.restores).isGreaterThanOrEqualTo(1);
         assertExactlyOnce(r);
         assertThroughFragstate(r);
+    }
+
+    @Test
+    @EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
+    @Timeout(value = 8, unit = TimeUnit.MINUTES)
+    void scenarioG_wrongSetting_failsLoudlyAndCommitsNothing() throws Exception {
+        Path jobJar = Path.of(System.getProperty("fragstate.job.jar",
+                "../flink-examples/traffic-monitoring/target/traffic-monitoring-0.1.0-SNAPSHOT.jar"));
+        ScenarioRunner.RejectedConfigResult r;
+        try (ScenarioRunner runner = new ScenarioRunner(Scenario.fragstateTooManyFragments(REPO), REPO, jobJar)) {
+            r = runner.runExpectingRejectedConfig(java.time.Duration.ofSeconds(60),
+                    java.util.List.of("cannot place 8 fragments (k=6 + m=2)", "fragstate.data-fragments"));
+        }
+        assertThat(r.completedCheckpoints).as("checkpoints completed with a setting the cluster cannot hold").isZero();
+        assertThat(r.committedNotifications).as("output committed without a checkpoint").isZero();
+        assertThat(r.matchingLogLines).as("a log line naming the setting and the numbers").isNotEmpty();
     }
 }

@@ -9,7 +9,8 @@
 //!   [`reader`] (parallel, hedged, read-ahead) and repair, driven by a
 //!   [`client::Client`].
 //! - Adapters: [`store`] (a node's fragments in memory or on disk) and
-//!   [`mesh`] (N nodes in one process, with fault injection).
+//!   [`mesh`] (N nodes in one process, with fault injection), [`net`]
+//!   (nodes in separate processes over libp2p).
 //!
 //! `FORMAT.md` beside this crate specifies every byte that is stored or sent.
 
@@ -20,6 +21,7 @@ pub mod format;
 pub mod jni;
 pub mod mesh;
 pub mod node;
+pub mod net;
 pub mod params;
 pub mod placement;
 pub mod reader;

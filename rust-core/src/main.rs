@@ -13,6 +13,8 @@ use fragstate::format::{self, FRAGMENT_MAGIC, MANIFEST_MAGIC};
 use fragstate::mesh::Mesh;
 use fragstate::{store, Client, ClientConfig, CodingParams, Compression};
 
+mod netcli;
+
 #[derive(Parser)]
 #[command(name = "fragstate", version, about = "Erasure-coded, fragment-based state storage for Apache Flink")]
 struct Cli {
@@ -28,6 +30,62 @@ enum Command {
     /// Decodes a manifest or fragment file and prints its header.
     Inspect {
         file: PathBuf,
+    },
+    /// Runs a node of a fragstate cluster until SIGTERM.
+    Node(netcli::NodeArgs),
+    /// Writes a new random cluster key file.
+    Keygen {
+        file: PathBuf,
+    },
+    /// Stores a local file (or stdin: -) as an object.
+    Put {
+        #[command(flatten)]
+        cluster: netcli::ClusterArgs,
+        #[command(flatten)]
+        coding: CodingArgs,
+        /// Replace an existing object.
+        #[arg(long)]
+        overwrite: bool,
+        src: PathBuf,
+        path: String,
+    },
+    /// Reads an object into a local file (or stdout: -).
+    Get {
+        #[command(flatten)]
+        cluster: netcli::ClusterArgs,
+        path: String,
+        dst: PathBuf,
+    },
+    /// Deletes an object (with -r, everything under path/ too).
+    Rm {
+        #[command(flatten)]
+        cluster: netcli::ClusterArgs,
+        #[arg(short, long)]
+        recursive: bool,
+        path: String,
+    },
+    /// Lists objects under a prefix.
+    Ls {
+        #[command(flatten)]
+        cluster: netcli::ClusterArgs,
+        #[arg(default_value = "")]
+        prefix: String,
+    },
+    /// Per-node usage, degraded objects and bytes to repair.
+    Stats {
+        #[command(flatten)]
+        cluster: netcli::ClusterArgs,
+        /// One debug-formatted record per node.
+        #[arg(long)]
+        raw: bool,
+    },
+    /// Sends one malformed frame to a node and reports whether it dropped the connection (tests).
+    #[command(hide = true)]
+    DebugFrame {
+        #[command(flatten)]
+        cluster: netcli::ClusterArgs,
+        #[arg(long, value_enum)]
+        bad: netcli::BadFrame,
     },
 }
 
@@ -67,6 +125,8 @@ enum Bench {
         #[arg(long, default_value_t = 2)]
         threads: usize,
     },
+    /// Throughput between processes on loopback: fragstate write/read versus raw libp2p streams.
+    Net(netcli::BenchNetArgs),
 }
 
 #[derive(Args)]
@@ -97,15 +157,26 @@ fn parse_bytes(s: &str) -> Result<u64, String> {
 }
 
 fn main() {
+    let cli = Cli::parse();
+    // A node logs what it does; the one-shot commands only warnings.
+    let default_filter = if matches!(cli.command, Command::Node(_)) { "info,libp2p_swarm=warn,libp2p_kad=warn" } else { "warn" };
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("FRAGSTATE_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("FRAGSTATE_LOG").unwrap_or_else(|_| default_filter.into()))
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(Bench::Codec { coding, size, lost, repeat }) => bench_codec(&coding, size, lost, repeat),
         Command::Bench(Bench::Mesh { coding, nodes, failed, size, chunk, threads }) => bench_mesh(&coding, nodes, failed, size, chunk, threads),
         Command::Inspect { file } => inspect(&file),
+        Command::Bench(Bench::Net(a)) => netcli::bench_net(a),
+        Command::Node(a) => netcli::node(a),
+        Command::Keygen { file } => netcli::keygen(&file),
+        Command::Put { cluster, coding, overwrite, src, path } => netcli::put(cluster, coding, src, path, overwrite),
+        Command::Get { cluster, path, dst } => netcli::get(cluster, path, dst),
+        Command::Rm { cluster, recursive, path } => netcli::rm(cluster, path, recursive),
+        Command::Ls { cluster, prefix } => netcli::ls(cluster, prefix),
+        Command::Stats { cluster, raw } => netcli::stats(cluster, raw),
+        Command::DebugFrame { cluster, bad } => netcli::debug_frame(cluster, bad),
     };
     if let Err(e) = result {
         eprintln!("fragstate: {e}");

@@ -75,7 +75,7 @@ enum Command {
     Stats {
         #[command(flatten)]
         cluster: netcli::ClusterArgs,
-        /// One debug-formatted record per node.
+        /// The full debug-formatted record of each node.
         #[arg(long)]
         raw: bool,
     },
@@ -163,6 +163,7 @@ fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("FRAGSTATE_LOG").unwrap_or_else(|_| default_filter.into()))
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let result = match cli.command {
         Command::Bench(Bench::Codec { coding, size, lost, repeat }) => bench_codec(&coding, size, lost, repeat),

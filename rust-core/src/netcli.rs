@@ -191,6 +191,10 @@ async fn connect(args: &ClusterArgs, need: usize) -> Result<NetNode> {
     cfg.request_timeout = args.request_timeout;
     let node = NetNode::start(cfg).await?;
     node.wait_for_storage_nodes(need, args.wait_timeout).await?;
+    if args.wait_nodes.is_some() {
+        // The caller said how many to expect: no need to wait for stragglers.
+        return Ok(node);
+    }
     let mut n = node.live_nodes().len();
     let mut stable_since = Instant::now();
     let deadline = Instant::now() + Duration::from_secs(3);
@@ -269,7 +273,7 @@ pub fn put(args: ClusterArgs, coding: CodingArgs, src: PathBuf, path: String, ov
                 progress.update(w.position());
             }
             let m = w.close().await?;
-            println!("put {path}: {}; holders {:?}", progress.done(m.length), m.holders);
+            println!("put {path}: {}; replaced {}; holders {:?}", progress.done(m.length), c.stats().fragments_replaced, m.holders);
             Ok(())
         }
         .await;
@@ -354,16 +358,14 @@ pub fn stats(args: ClusterArgs, json: bool) -> Result<()> {
             all.sort_by(|a, b| a.node.cmp(&b.node));
             let deg: u64 = all.iter().map(|s| s.objects_degraded).sum();
             let rep: u64 = all.iter().map(|s| s.bytes_to_repair).sum();
-            if json {
-                for s in &all {
-                    println!("{}", serde_json_line(s));
-                }
-            } else {
-                println!("{:<54} {:>8} {:>10} {:>12} {:>9} {:>9} {:>10}", "node", "domain", "fragments", "bytes", "manifests", "degraded", "repaired");
-                for s in &all {
+            for s in &all {
+                if json {
+                    println!("{s:?}");
+                } else {
                     println!(
-                        "{:<54} {:>8} {:>10} {:>12} {:>9} {:>9} {:>10}",
-                        s.node, s.domain, s.fragments, s.bytes, s.manifests, s.objects_degraded, s.objects_repaired
+                        "node={} domain={} fragments={} bytes={} manifests={} degraded={} to_repair={} repaired={} repair_failures={} tombstone_deletes={} reclaimed={} violations={}",
+                        s.node, s.domain, s.fragments, s.bytes, s.manifests, s.objects_degraded, s.bytes_to_repair, s.objects_repaired,
+                        s.repair_failures, s.tombstone_deletes, s.reclaimed_fragments, s.protocol_violations
                     );
                 }
             }
@@ -374,11 +376,6 @@ pub fn stats(args: ClusterArgs, json: bool) -> Result<()> {
         node.shutdown().await;
         r
     })
-}
-
-/// One line of `key=value` pairs (no JSON dependency in the binary).
-fn serde_json_line(s: &wire::NodeStats) -> String {
-    format!("{s:?}")
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -409,12 +406,20 @@ pub fn debug_frame(args: ClusterArgs, bad: BadFrame) -> Result<()> {
             BadFrame::UnknownKind => vec![3, 0, 0, 0, 0xee, 1, 2, 3],
             BadFrame::Garbage => vec![5, 0, 0, 0, Kind::GetCell as u8, 1, 2, 3, 4, 5],
         };
+        // A valid request first: once it is answered, the stream is being served
+        // (libp2p-stream drops inbound streams that arrive in a burst).
+        wire::write_frame(&mut s, Kind::Stat, &[], &[]).await?;
+        match wire::read_frame(&mut s, None).await? {
+            Some(f) if f.kind == Kind::Stats => {}
+            _ => return Err(Error::format("stat reply", "missing")),
+        }
+        let before = node.departures(&peer);
         let _ = s.write_all(&frame).await;
         let _ = s.flush().await;
         let deadline = Instant::now() + Duration::from_secs(5);
         let mut dropped = false;
         while Instant::now() < deadline {
-            if !node.connected_peers().contains(&peer) {
+            if node.departures(&peer) > before {
                 dropped = true;
                 break;
             }

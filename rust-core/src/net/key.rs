@@ -102,7 +102,7 @@ mod tests {
         let b = generate_cluster_key_text().unwrap();
         assert_ne!(a, b);
         let ka = parse_cluster_key(&a, Path::new("a")).unwrap();
-        assert_eq!(ka.fingerprint(), parse_cluster_key(&a, Path::new("a")).unwrap().fingerprint());
+        assert_eq!(ka.fingerprint().to_string(), parse_cluster_key(&a, Path::new("a")).unwrap().fingerprint().to_string());
     }
 
     #[test]

@@ -111,6 +111,8 @@ struct Peer {
     hello: Option<Hello>,
     /// Set when the last connection closed.
     left_at: Option<Instant>,
+    /// Times the peer went from connected to not connected.
+    departures: u64,
 }
 
 #[derive(Default)]
@@ -271,6 +273,11 @@ impl NetNode {
     /// Peers with at least one open connection (any role).
     pub fn connected_peers(&self) -> Vec<PeerId> {
         lock(&self.inner.peers).iter().filter(|(_, p)| p.connections > 0).map(|(id, _)| *id).collect()
+    }
+
+    /// How often `peer` went from connected to disconnected.
+    pub fn departures(&self, peer: &PeerId) -> u64 {
+        lock(&self.inner.peers).get(peer).map_or(0, |p| p.departures)
     }
 
     /// Waits until at least `n` storage nodes are live; the error names both numbers.
@@ -659,6 +666,15 @@ async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, mut cmds: mp
                 } else {
                     let _ = swarm.behaviour_mut().kad.bootstrap();
                 }
+                // Peers that left recently may be back (restart, or a ping timeout under load).
+                let recent: Vec<PeerId> = lock(&inner.peers)
+                    .iter()
+                    .filter(|(_, p)| p.connections == 0 && p.left_at.is_some_and(|t| t.elapsed() < Duration::from_secs(600)))
+                    .map(|(id, _)| *id)
+                    .collect();
+                for p in recent {
+                    let _ = swarm.dial(DialOpts::peer_id(p).condition(PeerCondition::DisconnectedAndNotDialing).build());
+                }
             }
             ev = swarm.select_next_some() => handle_event(&inner, &mut swarm, ev),
         }
@@ -682,6 +698,9 @@ fn peer_left(inner: &Inner, peer: PeerId, why: &str) {
         let mut peers = lock(&inner.peers);
         let p = peers.entry(peer).or_default();
         let was = p.hello.is_some();
+        if p.connections > 0 || p.hello.is_some() {
+            p.departures += 1;
+        }
         p.connections = 0;
         p.hello = None;
         p.left_at = Some(Instant::now());
@@ -700,12 +719,8 @@ fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, ev: SwarmEvent
             tracing::info!(%address, peer = %inner.peer_id, "listening");
             lock(&inner.listen_addrs).push(address);
         }
-        SwarmEvent::ConnectionEstablished { peer_id, endpoint, .. } => {
-            {
-                let mut peers = lock(&inner.peers);
-                let p = peers.entry(peer_id).or_default();
-                p.connections += 1;
-            }
+        SwarmEvent::ConnectionEstablished { peer_id, endpoint, num_established, .. } => {
+            lock(&inner.peers).entry(peer_id).or_default().connections = num_established.get() as usize;
             if endpoint.is_dialer() {
                 swarm.behaviour_mut().kad.add_address(&peer_id, endpoint.get_remote_address().clone());
             }
@@ -726,6 +741,8 @@ fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, ev: SwarmEvent
             for a in info.listen_addrs {
                 swarm.behaviour_mut().kad.add_address(&peer_id, a);
             }
+            // Learn the rest of the cluster from the new peer right away.
+            let _ = swarm.behaviour_mut().kad.bootstrap();
         }
         SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::RoutingUpdated { peer, addresses, .. })) => {
             if peer != inner.peer_id && !swarm.is_connected(&peer) {

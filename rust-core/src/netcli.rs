@@ -447,6 +447,12 @@ pub struct BenchNetArgs {
     /// Also run every figure without the cluster key.
     #[arg(long)]
     pub with_insecure: bool,
+    /// Cells asked for beyond the k needed, per stripe (the client default is 1).
+    #[arg(long, default_value_t = 1)]
+    pub hedge: usize,
+    /// Stripes fetched ahead of the reader.
+    #[arg(long, default_value_t = 4)]
+    pub read_ahead: usize,
 }
 
 struct Spawned {
@@ -539,7 +545,12 @@ pub fn bench_net(a: BenchNetArgs) -> Result<()> {
         let data = data.clone();
         runtime()?.block_on(async {
             let node = connect(&args, a.nodes).await?;
-            let c = client(&node, &args, Some(&a.coding))?;
+            let mut cfg = node.client_config(false);
+            cfg.params = params;
+            cfg.hedge = a.hedge;
+            cfg.read_ahead = a.read_ahead;
+            cfg.request_timeout = args.request_timeout;
+            let c = Client::new(Arc::new(node.clone()), cfg)?;
             // Raw streams: the same connections and security, no fragstate protocol.
             let peers: Vec<libp2p::PeerId> = node.live_nodes().iter().filter_map(|n| n.id.as_str().parse().ok()).collect();
             let raw1 = raw_read(&node, &peers[..1], a.raw_size).await?;
@@ -557,6 +568,7 @@ pub fn bench_net(a: BenchNetArgs) -> Result<()> {
             let mut r = c.open("bench/object").await?;
             let back = r.read_to_end().await?;
             let rt = t.elapsed();
+            let fetched = r.stats().bytes_fetched;
             if back.len() != data.len() || back[..] != data[..] {
                 return Err(Error::format("bench/object", "read back differs"));
             }
@@ -580,7 +592,15 @@ pub fn bench_net(a: BenchNetArgs) -> Result<()> {
             println!("  raw stream read, {} peers         {:8.1} MB/s", params.k(), rawk);
             println!("  raw stream write, {} peers        {:8.1} MB/s", params.fragments(), raww);
             println!("  fragstate write (object bytes)   {:8.1} MB/s  ({:.2} s; wire bytes ×{:.2})", mb(a.size, wt), wt.as_secs_f64(), params.fragments() as f64 / params.k() as f64);
-            println!("  fragstate read, {} peers          {:8.1} MB/s  ({:.2} s)", params.k(), mb(a.size, rt), rt.as_secs_f64());
+            println!(
+                "  fragstate read, {} peers          {:8.1} MB/s  ({:.2} s; hedge {}, read-ahead {}: {:.0} MB fetched)",
+                params.k(),
+                mb(a.size, rt),
+                rt.as_secs_f64(),
+                a.hedge,
+                a.read_ahead,
+                fetched as f64 / 1e6
+            );
             println!("  fragstate read, 1 peer (k=1)     {:8.1} MB/s  ({:.2} s)", mb(a.size, st), st.as_secs_f64());
             println!(
                 "  read vs raw (k peers): {:.0} %   write wire bytes vs raw write: {:.0} %",

@@ -359,6 +359,23 @@ fn cluster_key_keeps_others_out_and_bad_frames_drop_the_connection() {
         assert_eq!(c.get("/k/obj").unwrap(), data, "after a {bad} frame");
     }
     assert!(c.stat_sum("violations") >= 3);
+
+    // A frozen node (SIGSTOP) leaves the live set through ping failures, and joins again when it resumes.
+    let pid = c.nodes[5].child.as_ref().unwrap().id().to_string();
+    let frozen = c.nodes[5].peer.clone();
+    assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+    // Every other node's own view (its stats' live count) drops to 5.
+    c.wait_for("the frozen node to leave the others' live sets", |c| {
+        let out = c.cli(&["stats"], 5);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        text.lines().filter(|l| l.starts_with("node=")).count() == 5 && text.lines().filter(|l| l.starts_with("node=")).all(|l| l.contains(" live=5 "))
+    });
+    assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+    c.wait_for("the resumed node to rejoin", |c| {
+        let st = c.stats();
+        st.len() == 6 && st.iter().any(|m| m["node"] == frozen) && st.iter().all(|m| m["live"] == "6")
+    });
+    assert_eq!(c.get("/k/obj").unwrap(), data);
 }
 
 #[test]

@@ -107,6 +107,7 @@ pub struct Node {
     config: NodeConfig,
     client: Client,
     mesh: Option<Arc<Mesh>>,
+    net: Option<crate::net::NetNode>,
 }
 
 impl Node {
@@ -140,14 +141,25 @@ impl Node {
                 let mesh = Mesh::from_stores(stores);
                 let client = Client::new(mesh.clone(), client_config)?;
                 tracing::info!(nodes = n, k = config.data_fragments, m = config.parity_fragments, dir = ?config.store_dir, "embedded fragstate mesh started");
-                Ok(Node { config, client, mesh: Some(mesh) })
+                Ok(Node { config, client, mesh: Some(mesh), net: None })
             }
-            Mode::Cluster => Err(Error::invalid(
-                "mode",
-                "cluster",
-                "embedded (this build has no network layer yet)",
-            )),
+            Mode::Cluster => {
+                // Called from a plain thread that entered the runtime (the JNI layer), never from a task.
+                let handle = tokio::runtime::Handle::try_current().map_err(|_| Error::InvalidState {
+                    path: "fragstate node".into(),
+                    reason: "cluster mode must be started with a tokio runtime entered".into(),
+                })?;
+                let net = handle.block_on(crate::net::start_cluster_member(&config, client_config.params.fragments()))?;
+                let client_config = ClientConfig { exclude_node: Some(net.id().clone()), writer_id: format!("{}@{}", std::process::id(), net.id()), ..client_config };
+                let client = Client::new(Arc::new(net.clone()), client_config)?;
+                Ok(Node { config, client, mesh: None, net: Some(net) })
+            }
         }
+    }
+
+    /// The network node, in cluster mode.
+    pub fn net(&self) -> Option<&crate::net::NetNode> {
+        self.net.as_ref()
     }
 
     pub fn config(&self) -> &NodeConfig {
@@ -167,6 +179,11 @@ impl Node {
     pub fn stats_json(&self) -> String {
         let live = self.client.transport().live_nodes();
         let (mut fragments, mut bytes, mut manifests) = (0u64, 0u64, 0u64);
+        if let Some(u) = self.net.as_ref().and_then(|n| n.store()).map(|s| s.usage()) {
+            fragments += u.fragments;
+            bytes += u.bytes;
+            manifests += u.manifests;
+        }
         if let Some(mesh) = &self.mesh {
             for id in mesh.node_ids() {
                 if let Ok(s) = mesh.store(&id) {
@@ -184,8 +201,18 @@ impl Node {
             "bytesHeld": bytes,
             "manifestsHeld": manifests,
             "client": self.client.stats(),
+            "network": self.net.as_ref().map(|n| n.stats()),
         })
         .to_string()
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Some(net) = &self.net {
+            // Its tasks end by themselves and close the connections.
+            net.stop();
+        }
     }
 }
 

@@ -443,3 +443,39 @@ fn repair_restores_redundancy_and_uncommitted_fragments_are_reclaimed() {
     let out = c.cli(&["ls", "/r/"], c.alive());
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1, "{}", text(&out));
 }
+
+#[test]
+fn library_node_in_cluster_mode_writes_and_reads_over_the_network() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = Cluster::new();
+    c.start(6, false, &[]);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let config = fragstate::node::NodeConfig {
+        mode: fragstate::node::Mode::Cluster,
+        listen: Some("/ip4/127.0.0.1/tcp/0".into()),
+        bootstrap: vec![c.nodes[0].addr.clone()],
+        cluster_key_file: Some(c.key.display().to_string()),
+        store_memory: 1 << 30,
+        cell_size: 65536,
+        ..Default::default()
+    };
+    let node = {
+        let _enter = rt.enter();
+        fragstate::node::Node::start(config).unwrap()
+    };
+    let me = node.net().unwrap().id().clone();
+    let data = payload(3 << 20, 31);
+    let back = rt.block_on(async {
+        let mut w = node.client().create("/lib/obj", false).await.unwrap();
+        w.write(&data).await.unwrap();
+        let m = w.close().await.unwrap();
+        assert!(!m.holders.contains(&me), "the writer's own node holds no fragment by default");
+        node.client().open("/lib/obj").await.unwrap().read_to_end().await.unwrap()
+    });
+    assert_eq!(back, data);
+    // The object is visible to the command-line client too.
+    assert_eq!(c.get("/lib/obj").unwrap(), data);
+    assert!(node.stats_json().contains("\"network\""));
+    drop(node);
+    drop(rt);
+}

@@ -77,6 +77,62 @@ impl NetNode {
     }
 }
 
+/// Starts the storage node of a Flink process (`node::Mode::Cluster`) from
+/// the plugin's settings, with repair and reclaim running, and waits up to
+/// 5 s for `fragments` other storage nodes (a write needs `k + m` nodes
+/// besides the writer's own); fewer is logged, not an error.
+pub async fn start_cluster_member(config: &crate::node::NodeConfig, fragments: usize) -> crate::Result<NetNode> {
+    use crate::error::Error;
+    use std::sync::Arc;
+    let psk = match (&config.cluster_key_file, config.insecure_no_cluster_key) {
+        (Some(f), false) => Some(key::load_cluster_key(std::path::Path::new(f))?),
+        (None, true) => None,
+        (Some(_), true) => return Err(Error::invalid("insecureNoClusterKey", true, "false when clusterKeyFile is set")),
+        (None, false) => {
+            return Err(Error::invalid(
+                "clusterKeyFile",
+                "none",
+                "a cluster key file (`fragstate keygen FILE`), or insecureNoClusterKey = true for an open cluster",
+            ))
+        }
+    };
+    let (identity, store, tombstones) = match &config.store_dir {
+        Some(dir) => {
+            let dir = std::path::Path::new(dir);
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+            let identity = key::load_or_create_identity(&dir.join("node.identity"))?;
+            let name = identity.public().to_peer_id().to_base58();
+            let store = crate::store::FragmentStore::open_dir(name, dir, config.store_memory, true)?;
+            (identity, store, Some(dir.join("tombstones.bin")))
+        }
+        None => {
+            let identity = libp2p::identity::Keypair::generate_ed25519();
+            let name = identity.public().to_peer_id().to_base58();
+            (identity, crate::store::FragmentStore::in_memory(name, config.store_memory), None)
+        }
+    };
+    let mut cfg = NetConfig::new(identity, Role::Storage, psk);
+    let listen = config.listen.clone().unwrap_or_else(|| "/ip4/0.0.0.0/tcp/0".into());
+    cfg.listen = vec![listen.parse().map_err(|_| Error::invalid("listen", &listen, "a multiaddr such as /ip4/0.0.0.0/tcp/7710"))?];
+    cfg.bootstrap = config
+        .bootstrap
+        .iter()
+        .map(|b| b.parse().map_err(|_| Error::invalid("bootstrap", b, "multiaddrs such as /ip4/10.0.0.1/tcp/7710")))
+        .collect::<crate::Result<_>>()?;
+    cfg.store = Some(Arc::new(store));
+    cfg.tombstone_file = tombstones;
+    if let Some(d) = &config.failure_domain {
+        cfg.domain = d.clone();
+    }
+    let node = NetNode::start(cfg).await?;
+    node.start_services(ServiceConfig::default());
+    tracing::info!(peer = %node.id(), addrs = ?node.listen_addrs(), "fragstate cluster node started");
+    if let Err(e) = node.wait_for_storage_nodes(fragments + 1, Duration::from_secs(5)).await {
+        tracing::warn!(error = %e, "not enough storage nodes yet; writes fail until k + m other nodes are live");
+    }
+    Ok(node)
+}
+
 /// Bytes of one fragment of an object described by a manifest.
 fn fragment_bytes(m: &crate::format::Manifest) -> u64 {
     let k = m.params.k();

@@ -317,6 +317,11 @@ impl NetNode {
         self.inner.open_stream(peer).await
     }
 
+    /// Tells every task to stop without waiting (for `Drop` of a synchronous owner).
+    pub fn stop(&self) {
+        let _ = self.inner.shutdown.send(true);
+    }
+
     /// Stops every task, closes the connections and waits for the tasks to end.
     pub async fn shutdown(&self) {
         let _ = self.inner.shutdown.send(true);

@@ -447,8 +447,8 @@ pub struct BenchNetArgs {
     /// Also run every figure without the cluster key.
     #[arg(long)]
     pub with_insecure: bool,
-    /// Cells asked for beyond the k needed, per stripe (the client default is 1).
-    #[arg(long, default_value_t = 1)]
+    /// Cells asked for beyond the k needed, per stripe (network clients use 0).
+    #[arg(long, default_value_t = 0)]
     pub hedge: usize,
     /// Stripes fetched ahead of the reader.
     #[arg(long, default_value_t = 4)]
@@ -566,12 +566,9 @@ pub fn bench_net(a: BenchNetArgs) -> Result<()> {
             let wt = t.elapsed();
             let t = Instant::now();
             let mut r = c.open("bench/object").await?;
-            let back = r.read_to_end().await?;
+            read_and_compare(&mut r, &data, "bench/object").await?;
             let rt = t.elapsed();
             let fetched = r.stats().bytes_fetched;
-            if back.len() != data.len() || back[..] != data[..] {
-                return Err(Error::format("bench/object", "read back differs"));
-            }
             // The same object from a single peer: k=1, m=1 keeps a whole copy per holder.
             let single = fragstate::CodingParams::new(1, 1, params.cell_size() as u64, params.compression())?;
             let mut w = c.create_with("bench/single", single, true).await?;
@@ -581,11 +578,8 @@ pub fn bench_net(a: BenchNetArgs) -> Result<()> {
             w.close().await?;
             let c1 = Client::new(Arc::new(node.clone()), fragstate::ClientConfig { hedge: 0, ..node.client_config(false) })?;
             let t = Instant::now();
-            let back = c1.open("bench/single").await?.read_to_end().await?;
+            read_and_compare(&mut c1.open("bench/single").await?, &data, "bench/single").await?;
             let st = t.elapsed();
-            if back.len() != data.len() {
-                return Err(Error::format("bench/single", "read back differs"));
-            }
             let mb = |b: u64, d: Duration| b as f64 / d.as_secs_f64() / 1e6;
             println!("[{name}]");
             println!("  raw stream read, 1 peer          {:8.1} MB/s", raw1);
@@ -616,12 +610,55 @@ pub fn bench_net(a: BenchNetArgs) -> Result<()> {
     Ok(())
 }
 
+/// Reads an object in 4 MiB calls (as a consumer would, without keeping it) and compares it.
+async fn read_and_compare(r: &mut fragstate::reader::ObjectReader, data: &[u8], what: &str) -> Result<()> {
+    let mut buf = vec![0u8; 4 << 20];
+    let mut at = 0usize;
+    loop {
+        let n = r.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        if at + n > data.len() || buf[..n] != data[at..at + n] {
+            return Err(Error::format(what, format!("read back differs at byte {at}")));
+        }
+        at += n;
+    }
+    if at != data.len() {
+        return Err(Error::format(what, format!("read back {at} of {} bytes", data.len())));
+    }
+    Ok(())
+}
+
+/// A raw stream that the peer is known to serve: a `Stat` request is answered
+/// first (libp2p-stream drops inbound streams that arrive in a burst).
+async fn served_stream(node: &NetNode, peer: libp2p::PeerId) -> Result<libp2p::Stream> {
+    let mut last = None;
+    for attempt in 0..5u32 {
+        let mut s = node.open_raw_stream(peer).await?;
+        let ok = async {
+            wire::write_frame(&mut s, Kind::Stat, &[], &[]).await?;
+            match wire::read_frame(&mut s, None).await? {
+                Some(f) if f.kind == Kind::Stats => Ok(()),
+                other => Err(Error::format("stat reply", format!("unexpected {:?}", other.map(|f| f.kind)))),
+            }
+        }
+        .await;
+        match ok {
+            Ok(()) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+        tokio::time::sleep(Duration::from_millis(5 << attempt)).await;
+    }
+    Err(last.expect("at least one attempt"))
+}
+
 /// Reads `total` bytes split over `peers` in parallel through raw frames; MB/s.
 async fn raw_read(node: &NetNode, peers: &[libp2p::PeerId], total: u64) -> Result<f64> {
     let per = total / peers.len() as u64;
     let t = Instant::now();
     let jobs = peers.iter().map(|&p| async move {
-        let mut s = node.open_raw_stream(p).await?;
+        let mut s = served_stream(node, p).await?;
         wire::write_frame(&mut s, Kind::BenchSource, &wire::encode(&per), &[]).await?;
         let mut got = 0u64;
         loop {
@@ -645,7 +682,7 @@ async fn raw_write(node: &NetNode, peers: &[libp2p::PeerId], total: u64) -> Resu
     let jobs = peers.iter().map(|&p| {
         let chunk = &chunk;
         async move {
-            let mut s = node.open_raw_stream(p).await?;
+            let mut s = served_stream(node, p).await?;
             let mut left = per;
             let mut frames = 0;
             // Pipelined like an upload: all frames first, then their acks.

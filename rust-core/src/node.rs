@@ -150,7 +150,12 @@ impl Node {
                     reason: "cluster mode must be started with a tokio runtime entered".into(),
                 })?;
                 let net = handle.block_on(crate::net::start_cluster_member(&config, client_config.params.fragments()))?;
-                let client_config = ClientConfig { exclude_node: Some(net.id().clone()), writer_id: format!("{}@{}", std::process::id(), net.id()), ..client_config };
+                // Network defaults (hedge 0, the node itself excluded), the configured coding and read-ahead.
+                let client_config = ClientConfig {
+                    params: client_config.params,
+                    read_ahead: client_config.read_ahead,
+                    ..net.client_config(false)
+                };
                 let client = Client::new(Arc::new(net.clone()), client_config)?;
                 Ok(Node { config, client, mesh: None, net: Some(net) })
             }

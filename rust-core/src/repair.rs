@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::future::join_all;
+use futures::StreamExt;
 
 use crate::client::{bump, Ctx};
 use crate::codec::StripeCodec;
@@ -56,6 +57,17 @@ impl Fragments<'_> {
         Ok(p.nodes.into_iter().next().unwrap())
     }
 
+    /// Cell `index` of stripe `s`, rebuilt from `k` other fragments and checked.
+    async fn rebuild_cell(&self, ctx: &Ctx, sources: &FragmentSet<'_>, index: usize, s: u32, info: &StripeInfo) -> Result<(u32, u64, Bytes)> {
+        let fetched = sources.fetch(ctx, s, info, Some(index)).await?;
+        let cells = self.codec.rebuild_cells(self.path, s, info, &fetched.cells)?;
+        let cell = cells[index].clone();
+        if !self.codec.cell_is_valid(info, index, &cell) {
+            return Err(Error::format(format!("{} stripe {s}", self.path), format!("rebuilt cell {index} does not match its checksum")));
+        }
+        Ok((s, info.cell_checksums[index], cell))
+    }
+
     /// Opens fragment `index` on a new node and streams into it every cell of
     /// the stripes recorded so far, each rebuilt from `k` other fragments,
     /// then `next_cell` (the writer's stripe in flight: stripe, checksum, cell) if
@@ -73,19 +85,23 @@ impl Fragments<'_> {
             let target = self.choose_replacement(ctx, index, avoid)?.id;
             let attempt = async {
                 let mut sink = ctx.transport.open_fragment(&target, self.header(index)).await?;
-                for (s, info) in self.stripes.iter().enumerate() {
-                    let fetched = sources.fetch(ctx, s as u32, info, Some(index)).await?;
-                    let cells = self.codec.rebuild_cells(self.path, s as u32, info, &fetched.cells)?;
-                    let cell = cells[index].clone();
-                    if !self.codec.cell_is_valid(info, index, &cell) {
-                        return Err(Error::format(format!("{} stripe {s}", self.path), format!("rebuilt cell {index} does not match its checksum")));
-                    }
-                    sink.put_cell(s as u32, info.cell_checksums[index], cell).await?;
+                // Stripes are fetched and rebuilt `read_ahead` at a time, in
+                // order, while earlier cells are being sent: over a network a
+                // one-stripe-at-a-time loop waits a round trip per stripe.
+                let sources = &sources;
+                // (Collected first: a closure inside the stream type trips
+                // the higher-ranked `Send` check of spawned callers.)
+                let jobs: Vec<_> = self.stripes.iter().enumerate().map(|(s, info)| self.rebuild_cell(ctx, sources, index, s as u32, info)).collect();
+                let mut rebuilt = futures::stream::iter(jobs).buffered(ctx.cfg.read_ahead.max(1));
+                while let Some(r) = rebuilt.next().await {
+                    let (s, checksum, cell) = r?;
+                    sink.put_cell(s, checksum, cell).await?;
                 }
+                drop(rebuilt);
                 if let Some((stripe, checksum, cell)) = next_cell.clone() {
                     sink.put_cell(stripe, checksum, cell).await?;
                 }
-                Ok(sink)
+                Ok::<_, Error>(sink)
             };
             match attempt.await {
                 Ok(sink) => return Ok((target, sink)),

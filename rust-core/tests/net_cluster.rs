@@ -7,6 +7,8 @@
 //! Waiting loops poll for a state with a generous deadline; no assertion
 //! is about speed.
 
+mod common;
+use common::payload;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -16,17 +18,6 @@ use std::time::{Duration, Instant};
 const EXE: &str = env!("CARGO_BIN_EXE_fragstate");
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn payload(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 32) as u8
-        })
-        .collect()
-}
 
 struct NodeProc {
     child: Option<Child>,

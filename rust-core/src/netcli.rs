@@ -394,7 +394,8 @@ pub fn debug_frame(args: ClusterArgs, bad: BadFrame) -> Result<()> {
         let node = connect(&args, args.wait_nodes.unwrap_or(1)).await?;
         let target = node.live_nodes().into_iter().next().ok_or_else(|| Error::invalid("peers", 0, "≥ 1"))?;
         let peer: libp2p::PeerId = target.id.as_str().parse().map_err(|_| Error::format("peer id", target.id.to_string()))?;
-        let mut s = node.open_raw_stream(peer).await?;
+        // A stream the peer is known to serve (a valid request answered first).
+        let mut s = served_stream(&node, peer).await?;
         let frame: Vec<u8> = match bad {
             BadFrame::Oversized => {
                 let mut v = (u32::MAX - 1).to_le_bytes().to_vec();
@@ -405,13 +406,6 @@ pub fn debug_frame(args: ClusterArgs, bad: BadFrame) -> Result<()> {
             BadFrame::UnknownKind => vec![3, 0, 0, 0, 0xee, 1, 2, 3],
             BadFrame::Garbage => vec![5, 0, 0, 0, Kind::GetCell as u8, 1, 2, 3, 4, 5],
         };
-        // A valid request first: once it is answered, the stream is being served
-        // (libp2p-stream drops inbound streams that arrive in a burst).
-        wire::write_frame(&mut s, Kind::Stat, &[], &[]).await?;
-        match wire::read_frame(&mut s, None).await? {
-            Some(f) if f.kind == Kind::Stats => {}
-            _ => return Err(Error::format("stat reply", "missing")),
-        }
         let before = node.departures(&peer);
         let _ = s.write_all(&frame).await;
         let _ = s.flush().await;

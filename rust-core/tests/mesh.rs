@@ -1,6 +1,8 @@
 //! End-to-end tests of the write and read pipelines over the in-process mesh,
 //! with node kills, lost and corrupted fragments, slow nodes and full stores.
 
+mod common;
+use common::payload;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,18 +25,6 @@ fn client(mesh: &Arc<Mesh>, p: CodingParams) -> Client {
     Client::new(mesh.clone(), cfg).unwrap()
 }
 
-/// Deterministic, incompressible-looking bytes.
-fn payload(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 32) as u8
-        })
-        .collect()
-}
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()

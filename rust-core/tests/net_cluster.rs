@@ -7,6 +7,8 @@
 //! Waiting loops poll for a state with a generous deadline; no assertion
 //! is about speed.
 
+mod common;
+use common::payload;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -16,17 +18,6 @@ use std::time::{Duration, Instant};
 const EXE: &str = env!("CARGO_BIN_EXE_fragstate");
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn payload(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 32) as u8
-        })
-        .collect()
-}
 
 struct NodeProc {
     child: Option<Child>,
@@ -245,6 +236,13 @@ fn sizes_round_trip_and_survive_m_kills_at_once_but_not_m_plus_1() {
     let out = c.cli(&["ls", "/job/"], 6);
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), sizes.len(), "{}", text(&out));
+    // Too few nodes for k + m: an error with the numbers, nothing written.
+    let src = c.dir.path().join("small.bin");
+    std::fs::write(&src, b"x").unwrap();
+    let out = c.cli(&["put", src.to_str().unwrap(), "/job/too-wide", "--k", "6", "--m", "2"], 6);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot place 8 fragments (k=6 + m=2)"), "{err}");
 
     // Kill m = 2 holders of the largest object at once (not the first node, the others' bootstrap).
     let (path, data, h) = objs.last().unwrap().clone();
@@ -324,7 +322,7 @@ fn cluster_key_keeps_others_out_and_bad_frames_drop_the_connection() {
 
     // Wrong key, and no key: cannot join, so cannot read.
     let other = c.dir.path().join("other.key");
-    assert!(Command::new(EXE).arg("keygen").arg(&other).status().unwrap().success());
+    assert!(Command::new(EXE).arg("keygen").arg(&other).output().unwrap().status.success());
     for key in [vec!["--key-file", other.to_str().unwrap()], vec!["--insecure-no-cluster-key"]] {
         let out = Command::new(EXE)
             .args(["get", "/k/obj", "-"])
@@ -408,6 +406,13 @@ fn restarted_disk_node_serves_again_and_applies_deletes_it_missed() {
         c.kill9(o);
     }
     assert_eq!(c.get("/keep/obj").unwrap(), keep);
+
+    // SIGTERM: a clean shutdown with exit status 0.
+    let mut n0 = c.nodes[0].child.take().unwrap();
+    assert!(Command::new("kill").args(["-TERM", &n0.id().to_string()]).status().unwrap().success());
+    let status = n0.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(std::fs::read_to_string(&c.nodes[0].log).unwrap().contains("node stopped"));
 }
 
 #[test]

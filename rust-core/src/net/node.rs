@@ -393,8 +393,11 @@ impl Inner {
         }
     }
 
-    fn my_hello(&self) -> Hello {
-        let mut t: Vec<Tombstone> = lock(&self.tombstones).iter().cloned().collect();
+    /// This node's hello. Tombstones: all of them (newest first, bounded) in
+    /// the first hello on a new connection, else only those of the last 10 s.
+    fn my_hello(&self, all_tombstones: bool) -> Hello {
+        let recent = crate::client::now_unix_ms().saturating_sub(10_000);
+        let mut t: Vec<Tombstone> = lock(&self.tombstones).iter().filter(|t| all_tombstones || t.at_unix_ms >= recent).cloned().collect();
         t.sort_by(|a, b| b.at_unix_ms.cmp(&a.at_unix_ms));
         t.truncate(MAX_TOMBSTONES_PER_HELLO);
         Hello {
@@ -731,7 +734,7 @@ fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, ev: SwarmEvent
             }
             tracing::debug!(%peer_id, "connection established");
             let inner = inner.clone();
-            tokio::spawn(async move { exchange_hello(&inner, peer_id).await });
+            tokio::spawn(async move { exchange_hello(&inner, peer_id, true).await });
         }
         SwarmEvent::ConnectionClosed { peer_id, num_established, cause, .. } => {
             if num_established == 0 {
@@ -770,9 +773,9 @@ fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, ev: SwarmEvent
     }
 }
 
-async fn exchange_hello(inner: &Arc<Inner>, peer: PeerId) {
+async fn exchange_hello(inner: &Arc<Inner>, peer: PeerId, all_tombstones: bool) {
     let node = NodeId::from(peer.to_base58());
-    let body = wire::encode(&inner.my_hello());
+    let body = wire::encode(&inner.my_hello(all_tombstones));
     match inner.request(&node, Kind::Hello, &body, &[]).await {
         Ok(f) if f.kind == Kind::HelloReply => match wire::decode::<Hello>("hello", &f.body) {
             Ok(h) => inner.record_hello(peer, h),
@@ -792,7 +795,7 @@ async fn hello_task(inner: Arc<Inner>) {
             _ = shutdown.changed() => break,
             _ = tick.tick() => {
                 let peers: Vec<PeerId> = lock(&inner.peers).iter().filter(|(_, p)| p.connections > 0).map(|(id, _)| *id).collect();
-                futures::future::join_all(peers.into_iter().map(|p| exchange_hello(&inner, p))).await;
+                futures::future::join_all(peers.into_iter().map(|p| exchange_hello(&inner, p, false))).await;
                 inner.prune_tombstones();
             }
         }
@@ -889,7 +892,7 @@ async fn serve_request(inner: &Arc<Inner>, peer: PeerId, _node: &NodeId, s: &mut
         Kind::Hello => {
             let h: Hello = wire::decode("hello", &f.body)?;
             inner.record_hello(peer, h);
-            wire::write_frame(s, Kind::HelloReply, &wire::encode(&inner.my_hello()), &[]).await
+            wire::write_frame(s, Kind::HelloReply, &wire::encode(&inner.my_hello(false)), &[]).await
         }
         Kind::OpenFragment => {
             let header = format::decode_fragment_header(&f.body).map_err(|e| Error::format("frame body (fragment header)", e.to_string()))?;

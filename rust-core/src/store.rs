@@ -383,19 +383,7 @@ impl FragmentStore {
     }
 
     pub fn delete(&self, target: &DeleteTarget) -> Result<DeleteStats> {
-        let frag_matches = |k: &FragmentKey| match target {
-            DeleteTarget::Path(p) => &*k.path == p,
-            DeleteTarget::Prefix(p) => k.path.starts_with(p.as_str()),
-            DeleteTarget::Write { path, write_id } => &*k.path == path && k.write_id == *write_id,
-            DeleteTarget::OtherWrites { path, keep } => &*k.path == path && k.write_id != *keep,
-        };
-        let manifest_matches = |m: &Manifest| match target {
-            DeleteTarget::Path(p) => &m.path == p,
-            DeleteTarget::Prefix(p) => m.path.starts_with(p.as_str()),
-            DeleteTarget::Write { path, write_id } => &m.path == path && m.write_id == *write_id,
-            DeleteTarget::OtherWrites { path, keep } => &m.path == path && m.write_id != *keep,
-        };
-        self.remove_where(frag_matches, manifest_matches)
+        self.remove_where(|k| target.matches(&k.path, k.write_id), |m| target.matches(&m.path, m.write_id))
     }
 
     /// Removes fragments that no manifest commits and that are older than

@@ -70,6 +70,18 @@ pub enum DeleteTarget {
     OtherWrites { path: String, keep: WriteId },
 }
 
+impl DeleteTarget {
+    /// True when the delete covers the write `write_id` of `path`.
+    pub fn matches(&self, path: &str, write_id: WriteId) -> bool {
+        match self {
+            DeleteTarget::Path(p) => path == p,
+            DeleteTarget::Prefix(p) => path.starts_with(p.as_str()),
+            DeleteTarget::Write { path: p, write_id: w } => path == p && write_id == *w,
+            DeleteTarget::OtherWrites { path: p, keep } => path == p && write_id != *keep,
+        }
+    }
+}
+
 /// What a delete removed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeleteStats {

@@ -2,7 +2,7 @@
 //! objects over any [`Transport`]. One `Client` serves a whole process (the
 //! JNI layer keeps one per JVM); it is cheap to clone.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -14,7 +14,7 @@ use tokio::sync::Semaphore;
 use crate::error::{Error, Result};
 use crate::format::{Manifest, ObjectSummary};
 use crate::params::CodingParams;
-use crate::placement::PlacementPolicy;
+use crate::placement::{self, Placement, PlacementPolicy};
 use crate::reader::ObjectReader;
 use crate::transport::{DeleteStats, DeleteTarget, NodeId, Transport};
 use crate::writer::ObjectWriter;
@@ -119,6 +119,15 @@ pub(crate) struct Ctx {
     pub counters: Counters,
 }
 
+impl Ctx {
+    /// The holders of a new object `key` with `params`, among the nodes live now.
+    pub fn place_new_object(&self, key: &[u8], params: CodingParams) -> Result<Placement> {
+        let live = self.transport.live_nodes();
+        let avoid: HashSet<NodeId> = self.cfg.exclude_node.iter().cloned().collect();
+        placement::place(key, &live, params.fragments(), &avoid, &HashSet::new(), self.cfg.placement, (params.k(), params.m()))
+    }
+}
+
 /// Runs one request to `node`, failing it after the configured request timeout.
 pub(crate) async fn timed<T>(ctx: &Ctx, node: &NodeId, request: impl std::future::Future<Output = Result<T>>) -> Result<T> {
     match tokio::time::timeout(ctx.cfg.request_timeout, request).await {
@@ -168,6 +177,13 @@ impl Client {
         // one millisecond or with a clock that went back.
         let created = existing.map_or(0, |m| m.created_unix_ms + 1).max(now_unix_ms());
         ObjectWriter::start(self.ctx.clone(), path, params, overwrite, created).await
+    }
+
+    /// Whether a new object could be written now: `k + m` live storage nodes
+    /// besides this client's own, one per failure domain unless the policy
+    /// allows sharing. The error is the one a write would fail with.
+    pub fn check_placement(&self) -> Result<()> {
+        self.ctx.place_new_object(b"fragstate placement check", self.ctx.cfg.params).map(|_| ())
     }
 
     pub async fn open(&self, path: &str) -> Result<ObjectReader> {

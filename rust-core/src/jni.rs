@@ -329,6 +329,18 @@ pub extern "system" fn Java_io_fragstate_flink_FragstateNative_nodeStats<'l>(mut
 }
 
 #[no_mangle]
+pub extern "system" fn Java_io_fragstate_flink_FragstateNative_awaitPlacement<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, timeout_ms: jlong) {
+    guard(&mut env, (), |_| {
+        if timeout_ms < 0 {
+            return Err(Failure::Core(Error::invalid("placement wait timeout (ms)", timeout_ms, "0 or more")));
+        }
+        let node = node()?;
+        runtime()?.block_on(node.await_placement(std::time::Duration::from_millis(timeout_ms as u64)))?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
 pub extern "system" fn Java_io_fragstate_flink_FragstateNative_createWriter<'l>(
     mut env: JNIEnv<'l>,
     _c: JClass<'l>,

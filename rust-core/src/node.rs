@@ -162,6 +162,20 @@ impl Node {
         }
     }
 
+    /// Waits until a new object could be placed ([`Client::check_placement`]),
+    /// checking every 100 ms; after `timeout`, the placement error names the
+    /// live node and failure-domain counts.
+    pub async fn await_placement(&self, timeout: std::time::Duration) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            match self.client.check_placement() {
+                Ok(()) => return Ok(()),
+                Err(e) if tokio::time::Instant::now() >= deadline => return Err(e),
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+            }
+        }
+    }
+
     /// The network node, in cluster mode.
     pub fn net(&self) -> Option<&crate::net::NetNode> {
         self.net.as_ref()

@@ -16,7 +16,6 @@ use crate::codec::{EncodedStripe, StripeCodec};
 use crate::error::{Error, Result};
 use crate::format::{Manifest, StripeInfo, WriteId};
 use crate::params::CodingParams;
-use crate::placement;
 use crate::repair::{publish_manifest, Fragments};
 use crate::transport::{DeleteTarget, FragmentSink, NodeId};
 
@@ -50,9 +49,7 @@ enum State {
 impl ObjectWriter {
     pub(crate) async fn start(ctx: Arc<Ctx>, path: &str, params: CodingParams, overwrite: bool, created_unix_ms: u64) -> Result<Self> {
         let codec = StripeCodec::new(params)?;
-        let live = ctx.transport.live_nodes();
-        let avoid: HashSet<NodeId> = ctx.cfg.exclude_node.iter().cloned().collect();
-        let p = placement::place(path.as_bytes(), &live, params.fragments(), &avoid, &HashSet::new(), ctx.cfg.placement, (params.k(), params.m()))?;
+        let p = ctx.place_new_object(path.as_bytes(), params)?;
         if p.shared_domains {
             tracing::warn!(path, k = params.k(), m = params.m(), "fewer failure domains than fragments: some fragments share a domain");
         }

@@ -323,6 +323,26 @@ fn too_few_nodes_is_a_clear_error() {
 }
 
 #[test]
+fn placement_check_follows_the_live_nodes_and_excludes_the_writer() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(7, u64::MAX);
+        let ids = mesh.node_ids();
+        // The writer's own node never holds its fragments: 6 others are left for k + m = 6.
+        let cfg = ClientConfig { params: params(4, 2), exclude_node: Some(ids[0].clone()), ..ClientConfig::default() };
+        let c = Client::new(mesh.clone(), cfg).unwrap();
+        c.check_placement().unwrap();
+        mesh.kill(&ids[3]).unwrap();
+        let e = c.check_placement().unwrap_err().to_string();
+        assert!(e.contains("cannot place 6 fragments (k=4 + m=2): only 5 usable storage nodes in 5 failure domains"), "{e}");
+        // A write fails with the same error the check gave.
+        assert_eq!(c.create("obj", false).await.err().unwrap().to_string(), e);
+        mesh.revive(&ids[3]).unwrap();
+        c.check_placement().unwrap();
+        write(&c, "obj", b"placed", 4).await;
+    });
+}
+
+#[test]
 fn overwrite_semantics() {
     rt().block_on(async {
         let mesh = Mesh::in_memory(8, u64::MAX);

@@ -197,15 +197,17 @@ public record Scenario(String id, String description, Map<String, String> flinkC
     /**
      * Scenario g: a setting the cluster cannot satisfy: k + m = 6 + 2 = 8 fragments per object, but
      * a writer sees at most 6 other storage nodes (JobManager, 4 TaskManagers, 2 standalone nodes,
-     * minus itself). Every write must fail with an error naming the settings; the job must not run
-     * degraded (no checkpoint completes, nothing is committed).
+     * minus itself). The JobManager refuses the job when it sets up its checkpoint storage, after
+     * {@code fragstate.storage-wait}, with an error naming the settings; the job fails instead of
+     * running degraded (no checkpoint completes, nothing is committed).
      */
     public static Scenario fragstateTooManyFragments(Path repo) {
         Map<String, String> config = fragstateClusterConfig();
         config.put("fragstate.data-fragments", "6");
         config.put("fragstate.parity-fragments", "2");
+        config.put("fragstate.storage-wait", "10 s");
         return new Scenario("g-fragstate-too-many-fragments",
-                "fragstate cluster mode with k + m = 8 fragments on 7 storage nodes: every checkpoint must fail loudly, nothing committed",
+                "fragstate cluster mode with k + m = 8 fragments on 7 storage nodes: the job must fail at start naming the settings, nothing committed",
                 config, List.of(pluginJar(repo)), 4, 4, 2_000, defaultSimulation(),
                 Disruption.killTaskManagers(0, Trigger.AFTER_CHECKPOINTS), 2);
     }

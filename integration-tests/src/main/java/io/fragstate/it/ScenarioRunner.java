@@ -221,12 +221,14 @@ public final class ScenarioRunner implements AutoCloseable {
         return producer;
     }
 
+    private static final Set<String> TERMINAL_STATES = Set.of("FAILED", "CANCELED", "FINISHED");
+
     /**
      * Scenario g: a fragstate setting the cluster cannot satisfy. Starts everything, submits the
-     * job, runs the generator for {@code observe}, and reports what happened: completed
-     * checkpoints, committed output (read_committed) and the log lines (JobManager and
-     * TaskManagers) that contain every one of {@code needles}. The job must not run silently
-     * degraded: no checkpoint may complete and nothing may be committed.
+     * job, runs the generator until the job ends or {@code observe} has passed, and reports what
+     * happened: the job's state, completed checkpoints, committed output (read_committed) and the
+     * log lines (JobManager and TaskManagers) that contain every one of {@code needles}. The job
+     * must not run silently degraded: it fails, no checkpoint completes, nothing is committed.
      */
     public RejectedConfigResult runExpectingRejectedConfig(Duration observe, List<String> needles) throws Exception {
         stopLeftoversOfEarlierRuns();
@@ -239,8 +241,18 @@ public final class ScenarioRunner implements AutoCloseable {
         VehicleGeneratorMain.writeRegistry(TrafficSimulator.registryFor(genConfig), registry);
         Map<String, String> flinkConfig = new LinkedHashMap<>(scenario.flinkConfig());
         KafkaEventProducer producer = startServices(flinkConfig, sim);
-        jobId = submitJob(scenario.parallelism(), null);
-        step("job " + jobId + " submitted; observing for " + observe.toSeconds() + " s");
+        RejectedConfigResult r = new RejectedConfigResult();
+        try {
+            jobId = submitJob(scenario.parallelism(), null);
+            step("job " + jobId + " submitted; observing for up to " + observe.toSeconds() + " s");
+        } catch (IllegalStateException refused) {
+            // `flink run -d` waits for the JobMaster to start: a job refused while it is set up
+            // fails the command itself (its error went to stderr, above, and to the client log)
+            r.submissionRefused = true;
+            JsonNode jobs = rest.get("/jobs/overview").path("jobs");
+            jobId = jobs.size() == 1 ? jobs.get(0).path("jid").asText() : null;
+            step("flink run failed (the job was refused at submission); job " + jobId);
+        }
         CompletableFuture<KafkaEventProducer.Stats> generator = CompletableFuture.supplyAsync(() -> {
             try {
                 return producer.run(genConfig, s -> { });
@@ -249,20 +261,22 @@ public final class ScenarioRunner implements AutoCloseable {
                 throw new IllegalStateException(e);
             }
         });
-        RejectedConfigResult r = new RejectedConfigResult();
         try (OutputCollector output = new OutputCollector(brokers, OUTPUT_TOPIC)) {
             long until = System.nanoTime() + observe.toNanos();
-            while (System.nanoTime() < until) {
+            while (System.nanoTime() < until && jobId != null
+                    && !TERMINAL_STATES.contains(rest.job(jobId).path("state").asText())) {
                 output.poll(Duration.ofMillis(500));
             }
             generator.join(); // the whole input is in Kafka: nothing was lost on the way in
             output.drain(Duration.ofSeconds(3));
             r.committedNotifications = output.count();
         }
-        JsonNode job = rest.job(jobId);
-        r.jobState = job.path("state").asText();
-        r.completedCheckpoints = rest.completedCheckpoints(jobId);
-        r.failedCheckpoints = rest.checkpoints(jobId).path("counts").path("failed").asLong();
+        r.jobState = jobId == null ? "(no job)" : rest.job(jobId).path("state").asText();
+        if (jobId != null && !"FAILED".equals(r.jobState)) {
+            // a job that failed while it was set up has no checkpoint statistics at all
+            r.completedCheckpoints = rest.completedCheckpoints(jobId);
+            r.failedCheckpoints = rest.checkpoints(jobId).path("counts").path("failed").asLong();
+        }
         try (var logs = Files.list(flinkDir.resolve("log"))) {
             for (Path f : (Iterable<Path>) logs::iterator) {
                 if (!f.getFileName().toString().endsWith(".log")) {
@@ -275,7 +289,7 @@ public final class ScenarioRunner implements AutoCloseable {
                 }
             }
         }
-        step("job state " + r.jobState + ", checkpoints completed " + r.completedCheckpoints + ", failed "
+        step("job state " + r.jobState + (r.submissionRefused ? " (refused at submission)" : "") + ", checkpoints completed " + r.completedCheckpoints + ", failed "
                 + r.failedCheckpoints + ", committed notifications " + r.committedNotifications + ", log lines naming "
                 + needles + ": " + r.matchingLogLines.size()
                 + (r.matchingLogLines.isEmpty() ? "" : " (first: " + Shell.tail(r.matchingLogLines.get(0), 600) + ")"));
@@ -284,6 +298,8 @@ public final class ScenarioRunner implements AutoCloseable {
 
     /** What {@link #runExpectingRejectedConfig} saw. */
     public static final class RejectedConfigResult {
+        /** {@code flink run} itself failed: the JobMaster refused the job while setting it up. */
+        public boolean submissionRefused;
         public String jobState;
         public long completedCheckpoints;
         public long failedCheckpoints;

@@ -67,7 +67,11 @@ public class FragstateCheckpointStorage implements CheckpointStorage, Configurab
 
     @Override
     public CheckpointStorageAccess createCheckpointStorage(JobID jobId) throws IOException {
+        // Runs when the JobManager sets up the job's checkpoint coordinator and in every task:
+        // a cluster that cannot hold k + m fragments fails the job here, naming the options,
+        // instead of running with every checkpoint failing.
         FragstateNode.configure(settings);
+        FragstateNode.awaitPlacement();
         return delegate.createCheckpointStorage(jobId);
     }
 

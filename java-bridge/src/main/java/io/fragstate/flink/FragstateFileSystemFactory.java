@@ -4,6 +4,7 @@
 package io.fragstate.flink;
 
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.IllegalConfigurationException;
 import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.FileSystemFactory;
 
@@ -16,11 +17,19 @@ import java.net.URI;
 /**
  * Registers {@code fragstate://} with Flink (listed in {@code META-INF/services}). {@link
  * #configure} checks the options at JobManager/TaskManager start, so a bad value stops the
- * process there; the node itself starts on first use.
+ * process there. In cluster mode it also starts the process's node there: a TaskManager then
+ * stores fragments from the moment it joins, not from its first checkpoint, and a job's first
+ * checkpoint finds every node. Other callers (the {@code flink} CLI also initializes file
+ * systems) start a node only on first use, so a short-lived client never becomes a storage node.
  */
 public class FragstateFileSystemFactory implements FileSystemFactory {
 
     private static final Logger LOG = LoggerFactory.getLogger(FragstateFileSystemFactory.class);
+
+    // Where Flink initializes file systems at process start (ClusterEntrypoint#configureFileSystems,
+    // TaskManagerRunner#runTaskManagerProcessSecurely; YARN and Kubernetes runners call the latter).
+    private static final String JOB_MANAGER_ENTRY_POINTS = "org.apache.flink.runtime.entrypoint.";
+    private static final String TASK_MANAGER_RUNNER = "org.apache.flink.runtime.taskexecutor.TaskManagerRunner";
 
     @Override
     public String getScheme() {
@@ -43,6 +52,21 @@ public class FragstateFileSystemFactory implements FileSystemFactory {
                     FragstateOptions.MODE.key());
         }
         FragstateNode.configure(settings);
+        if (settings.mode() == FragstateSettings.Mode.CLUSTER && calledAtClusterProcessStart()) {
+            try {
+                FragstateNode.ensureStarted();
+            } catch (IOException e) {
+                throw new IllegalConfigurationException(
+                        "fragstate: the node of this Flink process did not start: " + e.getMessage(), e);
+            }
+        }
+    }
+
+    /** Whether a JobManager entry point or a TaskManager runner is initializing file systems. */
+    private static boolean calledAtClusterProcessStart() {
+        return StackWalker.getInstance()
+                .walk(frames -> frames.map(StackWalker.StackFrame::getClassName)
+                        .anyMatch(c -> c.startsWith(JOB_MANAGER_ENTRY_POINTS) || c.equals(TASK_MANAGER_RUNNER)));
     }
 
     @Override

@@ -49,6 +49,13 @@ final class FragstateNative {
     /** Node and client counters as a JSON object (fragments and bytes held, bytes written and read, reconstructions, live peers, …). */
     static native String nodeStats() throws IOException;
 
+    /**
+     * Returns once a new object could be placed: {@code k + m} live storage nodes besides this
+     * node, one per failure domain. After {@code timeoutMillis} (0: check once) it raises the
+     * placement error, which names the live node and failure-domain counts.
+     */
+    static native void awaitPlacement(long timeoutMillis) throws IOException;
+
     /** Starts writing {@code path}; with {@code overwrite == false} an existing object is an error. */
     static native long createWriter(String path, boolean overwrite) throws IOException;
 

@@ -9,9 +9,10 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 
 /**
- * This JVM's fragstate node: one per process, started lazily on the first {@code fragstate://}
- * operation with the most recent settings handed to {@link #configure}, stopped by a shutdown
- * hook.
+ * This JVM's fragstate node: one per process, stopped by a shutdown hook. It starts with the
+ * process in a cluster-mode JobManager or TaskManager ({@link FragstateFileSystemFactory}), when
+ * a job's checkpoint storage is created ({@link #awaitPlacement}), or else on the first {@code
+ * fragstate://} operation, with the most recent settings handed to {@link #configure}.
  *
  * <p>Settings come from whichever Flink entry point saw a configuration: the file system factory
  * ({@code FileSystem.initialize} at JobManager/TaskManager start; a MiniCluster never calls it, so
@@ -70,6 +71,23 @@ public final class FragstateNode {
                 Runtime.getRuntime()
                         .addShutdownHook(new Thread(FragstateNode::stopQuietly, "fragstate-node-shutdown"));
             }
+        }
+    }
+
+    /**
+     * Starts the node and waits until it could place the fragments of a new object (see {@link
+     * FragstateOptions#STORAGE_WAIT}); the error names the options that decide it.
+     */
+    public static void awaitPlacement() throws IOException {
+        ensureStarted();
+        FragstateSettings s = running();
+        if (s == null) {
+            throw new IOException("fragstate node stopped while checking placement");
+        }
+        try {
+            FragstateNative.awaitPlacement(s.storageWait().toMillis());
+        } catch (IOException e) {
+            throw new IOException(s.cannotPlace(e.getMessage()), e);
         }
     }
 

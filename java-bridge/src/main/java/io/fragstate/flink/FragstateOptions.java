@@ -7,6 +7,8 @@ import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ConfigOptions;
 import org.apache.flink.configuration.MemorySize;
 
+import java.time.Duration;
+
 /**
  * Every fragstate option, in one place (Flink's own plugins do the same). Values are checked by
  * {@link FragstateSettings#fromConfig}; a bad one fails at startup with an {@link
@@ -34,8 +36,8 @@ public final class FragstateOptions {
                             "'embedded': an in-process mesh of fragstate.local-mesh.nodes nodes"
                                     + " in every JVM (MiniCluster, IDE, single-process tests; state"
                                     + " does not survive the loss of that JVM). 'cluster': one"
-                                    + " networked node per JobManager/TaskManager process. The"
-                                    + " default stays 'embedded' until the networked node lands.");
+                                    + " networked node per JobManager/TaskManager process, started"
+                                    + " with the process (needs fragstate.cluster-key-file).");
 
     public static final ConfigOption<Integer> DATA_FRAGMENTS =
             ConfigOptions.key("fragstate.data-fragments")
@@ -107,6 +109,17 @@ public final class FragstateOptions {
                                     + " one host, such as tests and demos: losing that host loses"
                                     + " every fragment). Anything else: that literal label, e.g."
                                     + " a rack name (printable, at most 128 characters).");
+
+    public static final ConfigOption<Duration> STORAGE_WAIT =
+            ConfigOptions.key("fragstate.storage-wait")
+                    .durationType()
+                    .defaultValue(Duration.ofSeconds(30))
+                    .withDescription(
+                            "How long a job's start waits until its checkpoints can be placed: k + m"
+                                    + " live storage nodes besides the writer's own, one per failure"
+                                    + " domain. Past it the job fails with an error naming k, m and"
+                                    + " the live counts, instead of running without checkpoints."
+                                    + " 0 s checks once.");
 
     public static final ConfigOption<String> STORE_DIR =
             ConfigOptions.key("fragstate.store.dir")

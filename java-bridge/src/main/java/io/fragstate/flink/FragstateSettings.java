@@ -17,6 +17,7 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -59,6 +60,7 @@ public final class FragstateSettings implements java.io.Serializable {
     final String failureDomain;
     final LocalBackend localBackend;
     final URI checkpointDir;
+    final Duration storageWait;
 
     private FragstateSettings(ReadableConfig config) {
         this.mode = parseEnum(config, FragstateOptions.MODE, Mode.class);
@@ -101,6 +103,10 @@ public final class FragstateSettings implements java.io.Serializable {
         this.storeMemory = mem == null ? null : mem.getBytes();
         this.localBackend = parseEnum(config, FragstateOptions.LOCAL_BACKEND, LocalBackend.class);
         this.checkpointDir = parseCheckpointDir(checkpointDirValue(config));
+        this.storageWait = get(config, FragstateOptions.STORAGE_WAIT);
+        if (storageWait.isNegative()) {
+            throw bad(FragstateOptions.STORAGE_WAIT, storageWait, "0 s or more");
+        }
 
         String key = get(config, FragstateOptions.CLUSTER_KEY_FILE);
         this.clusterKeyFile = key == null || key.isBlank() ? null : key.trim();
@@ -138,6 +144,40 @@ public final class FragstateSettings implements java.io.Serializable {
 
     public URI checkpointDir() {
         return checkpointDir;
+    }
+
+    public Duration storageWait() {
+        return storageWait;
+    }
+
+    /**
+     * Why no checkpoint of this job could be stored, for an error that ends the job: the
+     * native placement error ({@code nativeReason}) and the options that decide it.
+     */
+    String cannotPlace(String nativeReason) {
+        return "fragstate: checkpoints of this job cannot be stored: "
+                + nativeReason
+                + " (after waiting "
+                + storageWait.toMillis()
+                + " ms, "
+                + FragstateOptions.STORAGE_WAIT.key()
+                + "). Each object needs "
+                + FragstateOptions.DATA_FRAGMENTS.key()
+                + " + "
+                + FragstateOptions.PARITY_FRAGMENTS.key()
+                + " = "
+                + dataFragments
+                + " + "
+                + parityFragments
+                + " storage nodes besides the writer's own, one per failure domain ("
+                + FragstateOptions.FAILURE_DOMAIN.key()
+                + " = "
+                + (failureDomain == null ? "n/a in embedded mode" : failureDomain)
+                + "). Lower k or m, start more storage nodes (fragstate node), or check "
+                + FragstateOptions.BOOTSTRAP.key()
+                + " and "
+                + FragstateOptions.CLUSTER_KEY_FILE.key()
+                + ".";
     }
 
     /**
@@ -218,12 +258,13 @@ public final class FragstateSettings implements java.io.Serializable {
         return o instanceof FragstateSettings
                 && toNodeJson().equals(((FragstateSettings) o).toNodeJson())
                 && localBackend == ((FragstateSettings) o).localBackend
-                && checkpointDir.equals(((FragstateSettings) o).checkpointDir);
+                && checkpointDir.equals(((FragstateSettings) o).checkpointDir)
+                && storageWait.equals(((FragstateSettings) o).storageWait);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(toNodeJson(), localBackend, checkpointDir);
+        return Objects.hash(toNodeJson(), localBackend, checkpointDir, storageWait);
     }
 
     @Override

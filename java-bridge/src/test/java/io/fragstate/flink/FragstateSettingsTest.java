@@ -53,6 +53,17 @@ class FragstateSettingsTest {
     }
 
     @Test
+    void storageWait() {
+        assertThat(settings().storageWait()).isEqualTo(java.time.Duration.ofSeconds(30));
+        assertThat(settings("fragstate.storage-wait", "2 min").storageWait()).isEqualTo(java.time.Duration.ofMinutes(2));
+        assertThat(settings("fragstate.storage-wait", "0 s").storageWait()).isZero();
+        assertThatThrownBy(() -> settings("fragstate.storage-wait", "soon"))
+                .isInstanceOf(IllegalConfigurationException.class)
+                .hasMessageContaining("fragstate.storage-wait")
+                .hasMessageContaining("soon");
+    }
+
+    @Test
     void dataFragmentsLowerBound() {
         rejects("fragstate.data-fragments", "0", "1 ≤ k ≤ 32");
         assertThat(settings("fragstate.data-fragments", "1").dataFragments).isEqualTo(1);

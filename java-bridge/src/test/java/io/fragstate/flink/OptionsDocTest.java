@@ -5,6 +5,7 @@ package io.fragstate.flink;
 
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.description.HtmlFormatter;
+import org.apache.flink.util.TimeUtils;
 
 import org.junit.jupiter.api.Test;
 
@@ -14,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -42,7 +44,9 @@ class OptionsDocTest {
         StringBuilder sb = new StringBuilder();
         sb.append("| key | default | description |\n| --- | --- | --- |\n");
         for (ConfigOption<?> o : options()) {
-            String def = o.hasDefaultValue() ? "`" + o.defaultValue() + "`" : "(none)";
+            Object value = o.hasDefaultValue() ? o.defaultValue() : null;
+            String shown = value instanceof Duration ? TimeUtils.formatWithHighestUnit((Duration) value) : String.valueOf(value);
+            String def = value != null ? "`" + shown + "`" : "(none)";
             String desc = new HtmlFormatter().format(o.description()).replace("|", "\\|");
             sb.append("| `").append(o.key()).append("` | ").append(def).append(" | ").append(desc).append(" |\n");
         }

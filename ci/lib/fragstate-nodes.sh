@@ -4,7 +4,8 @@
 #
 #   fragstate-nodes.sh keygen BIN KEY_FILE            a new cluster key (fragstate keygen)
 #   fragstate-nodes.sh start RUN_DIR BIN KEY_FILE N   N nodes on free loopback ports, disk stores under
-#       RUN_DIR/node-I, failure domain standalone-I; prints their multiaddrs comma-separated
+#       RUN_DIR/node-I, failure domain standalone-I; prints their multiaddrs comma-separated. Started
+#       again after a stop, node I takes its old port (RUN_DIR/node-I.port) and its stored fragments.
 #   fragstate-nodes.sh stop RUN_DIR                   TERM, then KILL, every node of this run
 #   fragstate-nodes.sh stats RUN_DIR BIN KEY_FILE     `fragstate stats` of the whole cluster
 #
@@ -22,7 +23,8 @@ start() {
   run="$(cd "$run" && pwd)"
   trap 'stop "$run"' EXIT # nodes that do not all come up are not left behind
   for ((i = 1; i <= n; i++)); do
-    port="$(free_port)"
+    port="$(cat "$run/node-$i.port" 2>/dev/null || free_port)"
+    echo "$port" >"$run/node-$i.port"
     mkdir -p "$run/node-$i"
     FRAGSTATE_LOG="${FRAGSTATE_LOG:-info}" "$bin" node --listen "/ip4/127.0.0.1/tcp/$port" --key-file "$key" \
       --store-dir "$run/node-$i" --domain "standalone-$i" ${first:+--bootstrap "$first"} \

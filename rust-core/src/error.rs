@@ -16,6 +16,9 @@ pub enum Error {
         allowed: String,
     },
 
+    #[error("store directory {dir} is in use by another process (it holds {dir}/LOCK)")]
+    StoreInUse { dir: String },
+
     #[error("{path}: no such object")]
     NotFound { path: String },
 

@@ -26,6 +26,7 @@ use crate::format::{
 use crate::transport::{DeleteStats, DeleteTarget};
 
 const STORE_MARKER: &str = "FRAGSTATE-STORE";
+const LOCK_FILE: &str = "LOCK";
 const STORE_MARKER_CONTENT: &str = "fragstate store, layout 1\n";
 
 /// What a store holds, for stats and placement weights.
@@ -45,10 +46,61 @@ impl StoreUsage {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 enum Backend {
     Memory,
-    Disk { root: PathBuf, fsync: bool },
+    Disk { root: PathBuf, fsync: bool, _lock: DirLock },
+}
+
+/// An exclusive claim on a store directory: an advisory lock (`flock`) on
+/// `DIR/LOCK`, released when dropped or when the process ends, also by
+/// `kill -9`. Two processes never open one store.
+#[derive(Debug)]
+pub struct DirLock {
+    dir: PathBuf,
+    _file: File,
+}
+
+impl DirLock {
+    /// Creates `dir` if needed and locks it; [`Error::StoreInUse`] if another
+    /// holder has it.
+    pub fn acquire(dir: &Path) -> Result<DirLock> {
+        fs::create_dir_all(dir).map_err(|e| Error::io(format!("create store directory {}", dir.display()), e))?;
+        let path = dir.join(LOCK_FILE);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(DirLock { dir: dir.to_path_buf(), _file: file }),
+            Err(fs::TryLockError::WouldBlock) => Err(Error::StoreInUse { dir: dir.display().to_string() }),
+            Err(fs::TryLockError::Error(e)) => Err(Error::io(format!("lock {}", path.display()), e)),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// The first `PARENT/node-N` (N < `slots`) that no other process holds: how
+/// several processes on one host share one configured store directory. A
+/// process restarted on the host takes over a free slot with the fragments
+/// (and, for network nodes, the identity) it holds.
+pub fn claim_slot(parent: &Path, slots: usize) -> Result<DirLock> {
+    for i in 0..slots {
+        match DirLock::acquire(&parent.join(format!("node-{i}"))) {
+            Err(Error::StoreInUse { .. }) => continue,
+            claimed => return claimed,
+        }
+    }
+    Err(Error::invalid(
+        "store directory",
+        parent.display(),
+        format!("a directory with a free node-N slot; all {slots} are held by running processes"),
+    ))
 }
 
 #[derive(Clone)]
@@ -112,11 +164,18 @@ impl FragmentStore {
         }
     }
 
-    /// Opens (or creates) a disk store under `root` and loads its index.
-    /// With `fsync`, a fragment is synced before it is acknowledged and a
-    /// manifest before it replaces the previous one.
+    /// Opens (or creates) a disk store under `root`, locked against other
+    /// processes ([`DirLock`]), and loads its index. With `fsync`, a fragment
+    /// is synced before it is acknowledged and a manifest before it replaces
+    /// the previous one.
     pub fn open_dir(node: impl Into<String>, root: &Path, budget: u64, fsync: bool) -> Result<Self> {
+        Self::open_claimed(node, DirLock::acquire(root)?, budget, fsync)
+    }
+
+    /// [`Self::open_dir`] on a directory this process has already locked.
+    pub fn open_claimed(node: impl Into<String>, lock: DirLock, budget: u64, fsync: bool) -> Result<Self> {
         let node = node.into();
+        let root = lock.dir().to_path_buf();
         for sub in ["fragments", "manifests"] {
             let d = root.join(sub);
             fs::create_dir_all(&d).map_err(|e| Error::io(format!("create store directory {}", d.display()), e))?;
@@ -138,11 +197,11 @@ impl FragmentStore {
         let store = FragmentStore {
             node,
             budget,
-            backend: Backend::Disk { root: root.to_path_buf(), fsync },
+            backend: Backend::Disk { root: root.clone(), fsync, _lock: lock },
             state: Mutex::new(State::default()),
             manifest_io: Mutex::new(()),
         };
-        store.load(root)?;
+        store.load(&root)?;
         Ok(store)
     }
 
@@ -345,7 +404,7 @@ impl FragmentStore {
                 return Ok(());
             }
         }
-        if let Backend::Disk { root, fsync } = &self.backend {
+        if let Backend::Disk { root, fsync, .. } = &self.backend {
             let dir = root.join("manifests");
             let name = format!("{}.manifest", path_hash(&m.path));
             let tmp = dir.join(format!("{name}.tmp"));
@@ -567,6 +626,27 @@ fn load_fragment(path: &Path) -> Result<Fragment> {
 mod tests {
     use super::*;
     use crate::params::{CodingParams, Compression};
+
+    #[test]
+    fn a_store_directory_has_one_owner_and_slots_go_to_the_next_process() {
+        let parent = tempfile::tempdir().unwrap();
+        let a = FragmentStore::open_dir("a", &parent.path().join("x"), u64::MAX, false).unwrap();
+        let e = FragmentStore::open_dir("b", &parent.path().join("x"), u64::MAX, false).err().unwrap();
+        assert!(matches!(e, Error::StoreInUse { .. }), "{e}");
+        assert!(e.to_string().contains("is in use by another process"), "{e}");
+        drop(a);
+        let _a_again = FragmentStore::open_dir("a", &parent.path().join("x"), u64::MAX, false).unwrap();
+
+        let first = claim_slot(parent.path(), 2).unwrap();
+        let second = claim_slot(parent.path(), 2).unwrap();
+        assert_eq!(first.dir(), parent.path().join("node-0"));
+        assert_eq!(second.dir(), parent.path().join("node-1"));
+        let e = claim_slot(parent.path(), 2).unwrap_err().to_string();
+        assert!(e.contains("all 2 are held by running processes"), "{e}");
+        // A slot freed by its process (or by kill -9) goes to the next claimant.
+        drop(first);
+        assert_eq!(claim_slot(parent.path(), 2).unwrap().dir(), parent.path().join("node-0"));
+    }
 
     fn header(path: &str, index: u8) -> FragmentHeader {
         FragmentHeader {

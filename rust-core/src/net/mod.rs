@@ -95,10 +95,14 @@ pub fn failure_domain(value: Option<&str>) -> String {
     }
 }
 
+/// `node-N` store directories a Flink host's processes may claim under `fragstate.store.dir`.
+const STORE_SLOTS: usize = 64;
+
 /// Starts the storage node of a Flink process (`node::Mode::Cluster`) from
 /// the plugin's settings, with repair and reclaim running, and waits up to
 /// 5 s for `fragments` other storage nodes (a write needs `k + m` nodes
-/// besides the writer's own); fewer is logged, not an error.
+/// besides the writer's own); fewer is logged, not an error. A `store_dir`
+/// is a parent: the node claims its first free `node-N` ([`crate::store::claim_slot`]).
 pub async fn start_cluster_member(config: &crate::node::NodeConfig, fragments: usize) -> crate::Result<NetNode> {
     use crate::error::Error;
     use std::sync::Arc;
@@ -115,12 +119,14 @@ pub async fn start_cluster_member(config: &crate::node::NodeConfig, fragments: u
         }
     };
     let (identity, store, tombstones) = match &config.store_dir {
-        Some(dir) => {
-            let dir = std::path::Path::new(dir);
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+        Some(parent) => {
+            // Several Flink processes on one host share the setting: each takes a free node-N.
+            let slot = crate::store::claim_slot(std::path::Path::new(parent), STORE_SLOTS)?;
+            let dir = slot.dir().to_path_buf();
             let identity = key::load_or_create_identity(&dir.join("node.identity"))?;
             let name = identity.public().to_peer_id().to_base58();
-            let store = crate::store::FragmentStore::open_dir(name, dir, config.store_memory, true)?;
+            tracing::info!(dir = %dir.display(), node = %name, "fragment store claimed");
+            let store = crate::store::FragmentStore::open_claimed(name, slot, config.store_memory, true)?;
             (identity, store, Some(dir.join("tombstones.bin")))
         }
         None => {

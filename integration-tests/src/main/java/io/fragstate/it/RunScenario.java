@@ -16,7 +16,7 @@ import java.util.Set;
  *
  * <pre>
  * java -jar integration-tests/target/integration-tests-0.1.0-SNAPSHOT-all.jar
- *     [--scenario h|d|e|a|b|c|f] [--repo .] [--job-jar PATH]
+ *     [--scenario h|plain-d|plain-e|a|b|c|d|e|f] [--repo .] [--job-jar PATH]
  *     [--config key=value]... [--config-file FILE] [--lib-jar JAR]...
  *     [--kill N] [--during-checkpoint] [--id NAME] [--scale 0.2] [--duration-s 90] [--speedup 1.5] [--seed 42]
  * </pre>
@@ -51,13 +51,16 @@ public final class RunScenario {
         Scenario base;
         switch (a.get("scenario", "h")) {
             case "h": base = Scenario.plainFlinkKillOneTaskManager(); break;
-            case "d": base = Scenario.plainFlinkRestartCluster(); break;
-            case "e": base = Scenario.plainFlinkSavepointRescale(); break;
+            case "plain-d": base = Scenario.plainFlinkRestartCluster(); break;
+            case "plain-e": base = Scenario.plainFlinkSavepointRescale(); break;
+            case "d": base = Scenario.fragstateRestartCluster(repo); break;
+            case "e": base = Scenario.fragstateSavepointRescale(repo); break;
             case "a": base = Scenario.fragstateKillOneTaskManager(repo); break;
             case "b": base = Scenario.fragstateKillTwoTaskManagers(repo); break;
             case "c": base = Scenario.fragstateKillDuringCheckpoint(repo); break;
             case "f": base = Scenario.fragstateRocksDbIncrementalKillOneTaskManager(repo); break;
-            default: throw new IllegalArgumentException("--scenario must be h, d, e, a, b, c or f");
+            default: throw new IllegalArgumentException("--scenario must be one of h, plain-d, plain-e, a, b, c, d, e, f"
+                    + " (g, the refused setting, runs as FragstateClusterRecoveryIT#scenarioG)");
         }
         Map<String, String> config = new LinkedHashMap<>(base.flinkConfig());
         if (a.has("config-file")) {

@@ -159,6 +159,31 @@ public record Scenario(String id, String description, Map<String, String> flinkC
         return config;
     }
 
+    /** Replaced by the run's directory in a scenario's Flink config values. */
+    public static final String RUN_DIR = "${run.dir}";
+
+    /**
+     * Scenario d: fragstate with disk-backed stores ({@code fragstate.store.dir}: every Flink
+     * process claims a {@code node-N} below it); the whole cluster, standalone fragstate nodes
+     * included, is stopped and started again, and the job resumes from its retained checkpoint.
+     */
+    public static Scenario fragstateRestartCluster(Path repo) {
+        Map<String, String> config = fragstateClusterConfig();
+        config.put("fragstate.store.dir", RUN_DIR + "/fragstate/flink-stores");
+        config.put("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION");
+        return new Scenario("d-fragstate-restart-cluster",
+                "fragstate cluster mode, disk stores: stop the whole cluster and every fragstate node, start them again, resume from the retained checkpoint",
+                config, List.of(pluginJar(repo)), 4, 4, 2_000, defaultSimulation(), Disruption.restartCluster(), 2);
+    }
+
+    /** Scenario e: fragstate; stop with a savepoint (to fragstate://), resubmit at parallelism 3. */
+    public static Scenario fragstateSavepointRescale(Path repo) {
+        return new Scenario("e-fragstate-savepoint-rescale",
+                "fragstate cluster mode: stop with savepoint to fragstate://, restart from it at parallelism 3",
+                fragstateClusterConfig(), List.of(pluginJar(repo)), 4, 4, 2_000, defaultSimulation(),
+                Disruption.savepointAndRescale(3), 2);
+    }
+
     /** Scenario a: fragstate in cluster mode, one TaskManager killed with {@code kill -9} after a few checkpoints. */
     public static Scenario fragstateKillOneTaskManager(Path repo) {
         return new Scenario("a-fragstate-kill-one-tm",

@@ -63,6 +63,8 @@ public final class ScenarioRunner implements AutoCloseable {
     private boolean flinkStarted;
     private boolean fragstateStarted;
     private Path clusterKey;
+    /** Multiaddrs of the standalone fragstate nodes, comma-separated. */
+    private String standaloneNodes;
     private String jobId;
     private FlinkRest rest;
     private String brokers;
@@ -195,6 +197,7 @@ public final class ScenarioRunner implements AutoCloseable {
         if (scenario.fragstateCluster()) {
             startFragstateNodes(flinkConfig);
         }
+        flinkConfig.replaceAll((k, v) -> v.replace(Scenario.RUN_DIR, runDir.toString()));
         Path extraConfig = runDir.resolve("scenario-config.yaml");
         StringBuilder yaml = new StringBuilder();
         flinkConfig.forEach((k, v) -> yaml.append(k).append(": ").append(v).append('\n'));
@@ -325,14 +328,20 @@ public final class ScenarioRunner implements AutoCloseable {
         flinkConfig.putIfAbsent("fragstate.cluster-key-file", clusterKey.toString());
         flinkConfig.putIfAbsent("fragstate.listen", "/ip4/127.0.0.1/tcp/0");
         if (scenario.fragstateNodes() > 0) {
-            fragstateStarted = true;
-            String addrs = Shell.bash(repo, Duration.ofMinutes(2), "ci/lib/fragstate-nodes.sh", "start",
-                    fragstateDir.toString(), bin.toString(), clusterKey.toString(),
-                    Integer.toString(scenario.fragstateNodes())).strip();
-            String[] lines = addrs.split("\\R");
-            flinkConfig.putIfAbsent("fragstate.bootstrap", lines[lines.length - 1].strip());
-            step(scenario.fragstateNodes() + " standalone fragstate nodes: " + flinkConfig.get("fragstate.bootstrap"));
+            flinkConfig.putIfAbsent("fragstate.bootstrap", startStandaloneFragstateNodes());
         }
+    }
+
+    /** Starts the scenario's standalone nodes (again on their old ports after a stop); returns their addresses. */
+    private String startStandaloneFragstateNodes() {
+        fragstateStarted = true;
+        String addrs = Shell.bash(repo, Duration.ofMinutes(2), "ci/lib/fragstate-nodes.sh", "start",
+                fragstateDir.toString(), fragstateBinary().toString(), clusterKey.toString(),
+                Integer.toString(scenario.fragstateNodes())).strip();
+        String[] lines = addrs.split("\\R");
+        standaloneNodes = lines[lines.length - 1].strip();
+        step(scenario.fragstateNodes() + " standalone fragstate nodes: " + standaloneNodes);
+        return standaloneNodes;
     }
 
     /**
@@ -511,21 +520,30 @@ public final class ScenarioRunner implements AutoCloseable {
 
     /**
      * Scenario d: the whole cluster goes down (every JVM gets SIGTERM, the JobManager suspends
-     * the job), comes back on the same ports, and the job is resubmitted from the latest retained
-     * checkpoint, the way an operator would.
+     * the job; in cluster mode the standalone fragstate nodes stop too, so every fragment is only
+     * on disk), comes back on the same ports, and the job is resubmitted from the latest retained
+     * checkpoint, the way an operator would: for fragstate, found with {@code fragstate ls}.
      */
     private void restartClusterAndResume(RecoveryTimeline tl, AtomicInteger generatorSecond) throws Exception {
         String oldJob = jobId;
         tl.killAtMs = System.currentTimeMillis();
         step("stopping the whole cluster (generator at second " + generatorSecond.get() + ")");
         Shell.bash(repo, Duration.ofMinutes(2), "ci/lib/flink-cluster.sh", "stop", flinkDir.toString());
+        if (scenario.fragstateCluster()) {
+            Shell.bash(repo, Duration.ofMinutes(1), "ci/lib/fragstate-nodes.sh", "stop", fragstateDir.toString());
+        }
         tl.phases.put("cluster stopped", System.currentTimeMillis() - tl.killAtMs);
-        Path checkpoint = latestRetainedCheckpoint(oldJob);
-        tl.restoredFrom = checkpoint.toString();
+        if (scenario.fragstateCluster()) {
+            startStandaloneFragstateNodes();
+        }
         Shell.bash(repo, Duration.ofMinutes(5), "ci/lib/flink-cluster.sh", "start", flinkDir.toString(),
                 Integer.toString(scenario.taskManagers()));
         tl.phases.put("cluster started", System.currentTimeMillis() - tl.killAtMs);
-        jobId = submitJob(scenario.parallelism(), checkpoint.toUri().toString());
+        String checkpoint = scenario.fragstateCluster()
+                ? latestRetainedFragstateCheckpoint(oldJob)
+                : latestRetainedCheckpoint(oldJob).toUri().toString();
+        tl.restoredFrom = checkpoint;
+        jobId = submitJob(scenario.parallelism(), checkpoint);
         tl.phases.put("job resubmitted", System.currentTimeMillis() - tl.killAtMs);
         step("resubmitted as job " + jobId + " from " + checkpoint);
         awaitFreshJob(tl);
@@ -543,8 +561,10 @@ public final class ScenarioRunner implements AutoCloseable {
         String flink = flinkDir.resolve("home/bin/flink").toString();
         tl.killAtMs = System.currentTimeMillis();
         step("stop with savepoint of job " + jobId + " (generator at second " + generatorSecond.get() + ")");
-        String out = Shell.run(repo, env, Duration.ofMinutes(3), List.of(flink, "stop", "--savepointPath",
-                flinkDir.resolve("savepoints").toUri().toString(), jobId));
+        String target = scenario.fragstateCluster()
+                ? fragstateCheckpointDir().replaceAll("/[^/]*$", "/savepoints")
+                : flinkDir.resolve("savepoints").toUri().toString();
+        String out = Shell.run(repo, env, Duration.ofMinutes(3), List.of(flink, "stop", "--savepointPath", target, jobId));
         Matcher m = Pattern.compile("Path: (\\S+)").matcher(out);
         if (!m.find()) {
             throw new IllegalStateException("flink stop printed no savepoint path:\n" + Shell.tail(out, 3000));
@@ -581,6 +601,32 @@ public final class ScenarioRunner implements AutoCloseable {
             }
         }
         step("running again: " + tl.summary());
+    }
+
+    /** {@code fragstate.checkpoint-dir} of this run (the plugin's default when the scenario leaves it unset). */
+    private String fragstateCheckpointDir() {
+        return scenario.flinkConfig().getOrDefault("fragstate.checkpoint-dir", "fragstate://flink/checkpoints");
+    }
+
+    /**
+     * The newest {@code chk-N} of the job in fragstate that has its {@code _metadata}, listed with
+     * {@code fragstate ls} once every storage node (JobManager, TaskManagers, standalone) is back.
+     */
+    private String latestRetainedFragstateCheckpoint(String job) {
+        String dir = fragstateCheckpointDir() + "/" + job + "/";
+        int nodes = 1 + scenario.taskManagers() + scenario.fragstateNodes();
+        String listing = Shell.run(repo, Map.of(), Duration.ofMinutes(2), List.of(fragstateBinary().toString(), "ls",
+                "--bootstrap", standaloneNodes.split(",")[0], "--key-file", clusterKey.toString(),
+                "--wait-nodes", Integer.toString(nodes), "--wait-timeout", "60", dir));
+        Matcher m = Pattern.compile(Pattern.quote(dir) + "chk-(\\d+)/_metadata$", Pattern.MULTILINE).matcher(listing);
+        long best = -1;
+        while (m.find()) {
+            best = Math.max(best, Long.parseLong(m.group(1)));
+        }
+        if (best < 0) {
+            throw new IllegalStateException("no retained checkpoint with _metadata under " + dir + " in:\n" + Shell.tail(listing, 3000));
+        }
+        return dir + "chk-" + best;
     }
 
     /** The newest {@code chk-N} of the job that has its {@code _metadata}. */

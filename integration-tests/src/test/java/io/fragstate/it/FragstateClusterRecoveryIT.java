@@ -97,6 +97,29 @@ class FragstateClusterRecoveryIT {
     @Test
     @EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
     @Timeout(value = 12, unit = TimeUnit.MINUTES)
+    void scenarioD_fragstateCluster_restartWholeClusterFromDiskStores_exactlyOnce() throws Exception {
+        ScenarioRunner.Result r = run(Scenario.fragstateRestartCluster(REPO));
+        assertThat(r.timeline.restoredFrom).as("resumed from a checkpoint in fragstate").startsWith("fragstate://");
+        assertThat(r.timeline.restoredCheckpointId).as("resumed from a retained checkpoint").isPositive();
+        assertExactlyOnce(r);
+        assertThroughFragstate(r);
+    }
+
+    @Test
+    @EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
+    @Timeout(value = 12, unit = TimeUnit.MINUTES)
+    void scenarioE_fragstateCluster_stopWithSavepointRescale_exactlyOnce() throws Exception {
+        ScenarioRunner.Result r = run(Scenario.fragstateSavepointRescale(REPO));
+        assertThat(r.timeline.restoredFrom).as("the savepoint is in fragstate").startsWith("fragstate://");
+        assertThat(r.timeline.restoredCheckpointId).as("resumed from the savepoint").isPositive();
+        assertThat(r.timeline.subtasks).filteredOn(s -> s.vertex.contains("window")).hasSize(3);
+        assertExactlyOnce(r);
+        assertThroughFragstate(r);
+    }
+
+    @Test
+    @EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
+    @Timeout(value = 12, unit = TimeUnit.MINUTES)
     void scenarioF_fragstateCluster_rocksDbIncremental_killOneTaskManager_exactlyOnce() throws Exception {
         ScenarioRunner.Result r = run(Scenario.fragstateRocksDbIncrementalKillOneTaskManager(REPO));
         assertThat(r.timeline.killedTaskManagers).hasSize(1);

@@ -126,8 +126,13 @@ public final class FragstateOptions {
                     .stringType()
                     .noDefaultValue()
                     .withDescription(
-                            "Directory for the fragments this process's node holds. Unset: fragments"
-                                    + " are kept in memory.");
+                            "Directory for the fragments this process's node holds, so they"
+                                    + " survive a restart of the process or the whole cluster. Cluster"
+                                    + " mode: each process takes the first node-N subdirectory no"
+                                    + " running process holds (a lock file), so the TaskManagers of one"
+                                    + " host can share the setting; the node's identity is kept there"
+                                    + " too. Embedded mode: mesh-N subdirectories. Unset: fragments"
+                                    + " are kept in memory and lost with the process.");
 
     public static final ConfigOption<MemorySize> STORE_MEMORY =
             ConfigOptions.key("fragstate.store.memory")

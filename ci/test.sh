@@ -24,8 +24,10 @@ if [ -f pom.xml ]; then
   need mvn "install Maven (apt-get install maven)"
   step "Java: build and test the Maven modules"
   t0=$SECONDS
-  # quick tier: unit tests + integration scenario h (Flink/Kafka fetched into .cache/ on first use);
-  # FRAGSTATE_IT_FULL=1 adds the full tier (integration-tests/README.md says which scenarios)
-  mvn -B -ntp verify ${FRAGSTATE_IT_FULL:+-Dfragstate.it.full=true}
+  # quick tier: unit tests + the integration scenarios of the quick tier (Flink/Kafka fetched into
+  # .cache/ on first use); FRAGSTATE_IT_FULL=1 adds the full tier (integration-tests/README.md says
+  # which scenarios). The plugin jar and the harness use the Rust library and binary that the
+  # cargo test above built (profile ci) instead of compiling a release build as well.
+  mvn -B -ntp verify -Dfragstate.cargoProfile=ci ${FRAGSTATE_IT_FULL:+-Dfragstate.it.full=true}
   echo "maven build and tests took $((SECONDS - t0)) s"
 fi

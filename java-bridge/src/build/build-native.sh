@@ -3,11 +3,13 @@
 # $2/native/linux-x86_64/ (a resource directory of the jar).
 # Called by java-bridge/pom.xml in generate-resources with the repository root as working dir.
 # $1 = "true" skips cargo (the .so already built in the cargo target directory is used).
+# $3 = cargo profile (default release; CI passes "ci", which `cargo test --profile ci` built).
 set -euo pipefail
 skip="${1:-false}"
 dest="${2:?destination directory}"
+profile="${3:-release}"
 target_dir="${CARGO_TARGET_DIR:-target}"
-lib="$target_dir/release/libfragstate.so"
+lib="$target_dir/$profile/libfragstate.so"
 if [ "$skip" != "true" ]; then
   if ! command -v cargo >/dev/null 2>&1; then
     echo "fragstate-flink: 'cargo' is not on PATH. The plugin jar bundles the Rust core, so building" >&2
@@ -15,11 +17,11 @@ if [ "$skip" != "true" ]; then
     echo "  Or build $lib yourself and pass -Dfragstate.skipCargo=true." >&2
     exit 1
   fi
-  echo "fragstate-flink: cargo build --release -p fragstate --locked"
-  cargo build --release -p fragstate --locked
+  echo "fragstate-flink: cargo build --profile $profile -p fragstate --locked"
+  cargo build --profile "$profile" -p fragstate --locked
 fi
 if [ ! -f "$lib" ]; then
-  echo "fragstate-flink: $lib is missing (cargo build --release -p fragstate produces it)" >&2
+  echo "fragstate-flink: $lib is missing (cargo build --profile $profile -p fragstate produces it)" >&2
   exit 1
 fi
 mkdir -p "$dest/native/linux-x86_64"

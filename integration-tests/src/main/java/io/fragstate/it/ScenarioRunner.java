@@ -311,7 +311,8 @@ public final class ScenarioRunner implements AutoCloseable {
     }
 
     private Path fragstateBinary() {
-        return Path.of(System.getProperty("fragstate.bin", repo.resolve("target/release/fragstate").toString()));
+        String profile = System.getProperty("fragstate.cargoProfile", "release");
+        return Path.of(System.getProperty("fragstate.bin", repo.resolve("target/" + profile + "/fragstate").toString()));
     }
 
     /**
@@ -352,15 +353,21 @@ public final class ScenarioRunner implements AutoCloseable {
     private void collectFragstateFigures(Result result) {
         String names = String.join(",", List.of("fragstate.liveNodes", "fragstate.bytesWritten", "fragstate.objectsWritten",
                 "fragstate.bytesRead", "fragstate.objectsOpened", "fragstate.bytesFetched", "fragstate.stripesReconstructed",
-                "fragstate.failedRequests", "fragstate.fragmentsReplaced", "fragstate.fragmentsHeld", "fragstate.bytesHeld"));
+                "fragstate.failedRequests", "fragstate.fragmentsReplaced", "fragstate.fragmentsHeld", "fragstate.bytesHeld",
+                "fragstate.objectsDegraded", "fragstate.bytesToRepair"));
         Map<String, Object> perTm = new TreeMap<>();
-        // right after recovery; the REST metric cache is refreshed every metrics.fetcher.update-interval,
-        // so poll (at most 20 s) until the restore's fetches show up
+        // Right after recovery (and after the first checkpoint that followed it). The TaskManager
+        // gauges are cached for 1 s and the REST metric cache is refreshed every
+        // metrics.fetcher.update-interval, so poll (at most 20 s) until the restore's fetches and
+        // that checkpoint's writes show up; TaskManagers restarted with the cluster (d) start at 0.
         long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
         try {
             long fetched = 0;
-            while (fetched == 0 && System.nanoTime() < deadline) {
+            long written = 0;
+            while ((fetched == 0 || written == 0) && System.nanoTime() < deadline) {
                 perTm.clear();
+                fetched = 0;
+                written = 0;
                 for (String tm : rest.registeredTaskManagers()) {
                     Map<String, Long> m = new TreeMap<>();
                     for (JsonNode g : rest.get("/taskmanagers/" + tm + "/metrics?get=" + names)) {
@@ -368,8 +375,9 @@ public final class ScenarioRunner implements AutoCloseable {
                     }
                     perTm.put(tm, m);
                     fetched += m.getOrDefault("bytesFetched", 0L);
+                    written += m.getOrDefault("bytesWritten", 0L);
                 }
-                if (fetched == 0) {
+                if (fetched == 0 || written == 0) {
                     Thread.sleep(1000);
                 }
             }
@@ -858,28 +866,25 @@ public final class ScenarioRunner implements AutoCloseable {
             jobId = null;
         }
         if (flinkStarted) {
-            try {
-                Shell.bash(repo, Duration.ofMinutes(2), "ci/lib/flink-cluster.sh", "stop", flinkDir.toString());
-            } catch (RuntimeException e) {
-                System.err.println("stopping Flink failed: " + e.getMessage());
-            }
+            stopQuietly("Flink", "ci/lib/flink-cluster.sh", flinkDir, Duration.ofMinutes(2));
             flinkStarted = false;
         }
         if (fragstateStarted) {
-            try {
-                Shell.bash(repo, Duration.ofMinutes(1), "ci/lib/fragstate-nodes.sh", "stop", fragstateDir.toString());
-            } catch (RuntimeException e) {
-                System.err.println("stopping fragstate nodes failed: " + e.getMessage());
-            }
+            stopQuietly("fragstate nodes", "ci/lib/fragstate-nodes.sh", fragstateDir, Duration.ofMinutes(1));
             fragstateStarted = false;
         }
         if (kafkaStarted) {
-            try {
-                Shell.bash(repo, Duration.ofMinutes(1), "ci/lib/kafka.sh", "stop", kafkaDir.toString());
-            } catch (RuntimeException e) {
-                System.err.println("stopping Kafka failed: " + e.getMessage());
-            }
+            stopQuietly("Kafka", "ci/lib/kafka.sh", kafkaDir, Duration.ofMinutes(1));
             kafkaStarted = false;
+        }
+    }
+
+    /** {@code script stop dir}; a failure is reported, not thrown (teardown goes on). */
+    private void stopQuietly(String what, String script, Path dir, Duration timeout) {
+        try {
+            Shell.bash(repo, timeout, script, "stop", dir.toString());
+        } catch (RuntimeException e) {
+            System.err.println("stopping " + what + " failed: " + e.getMessage());
         }
     }
 

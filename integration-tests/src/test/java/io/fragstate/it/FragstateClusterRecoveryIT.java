@@ -1,41 +1,44 @@
 package io.fragstate.it;
 
+import static io.fragstate.it.ScenarioChecks.JOB_JAR;
+import static io.fragstate.it.ScenarioChecks.REPO;
+import static io.fragstate.it.ScenarioChecks.assertExactlyOnce;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * fragstate in cluster mode on the real Flink cluster: the plugin jar in {@code lib/}, one
  * networked fragstate node per JobManager/TaskManager JVM (failure domain per process, a cluster
  * key made per run with {@code fragstate keygen}) plus two standalone {@code fragstate node}
  * processes, and the same exactly-once check against the reference computation as scenario h.
- * Scenarios a (about 2.3 min) and g (about 1 min) run in the quick tier; b, c, d, e and f in the
- * full tier ({@code -Dfragstate.it.full=true}).
+ * Every fragstate scenario (a–g) runs in the default tier, i.e. in {@code ci/test.sh}.
  */
 class FragstateClusterRecoveryIT {
-    private static final Path REPO = Path.of(System.getProperty("fragstate.repo", "..")).toAbsolutePath().normalize();
 
-    private static ScenarioRunner.Result run(Scenario s) throws Exception {
-        Path jobJar = Path.of(System.getProperty("fragstate.job.jar",
-                "../flink-examples/traffic-monitoring/target/traffic-monitoring-0.1.0-SNAPSHOT.jar"));
+    @BeforeAll
+    static void pluginBuilt() {
         assertThat(Scenario.pluginJar(REPO)).as("plugin jar (built by java-bridge)").exists();
-        try (ScenarioRunner runner = new ScenarioRunner(s, REPO, jobJar)) {
-            return runner.run();
-        }
     }
 
-    private static void assertExactlyOnce(ScenarioRunner.Result r) {
-        assertThat(r.expectedNotifications).isGreaterThan(1000);
-        assertThat(r.missing).as("notifications lost").isEmpty();
-        assertThat(r.duplicatesOrUnexpected).as("notifications duplicated or wrong").isEmpty();
-        assertThat(r.committedNotifications).isEqualTo(r.expectedNotifications);
-        assertThat(r.keyMismatches).as("records whose Kafka key is not their plate").isZero();
+    private static ScenarioRunner.Result run(Scenario s) throws Exception {
+        ScenarioRunner.Result r = ScenarioChecks.run(s);
+        assertExactlyOnce(r);
+        assertThroughFragstate(r);
+        return r;
     }
 
     /** The checkpoints really went through fragstate: the TaskManagers wrote and read fragments. */
@@ -64,79 +67,53 @@ class FragstateClusterRecoveryIT {
         assertThat(tl.restores).as("the job restored from a checkpoint").isGreaterThanOrEqualTo(1);
         assertThat(tl.killToRunningMs()).as("kill -> all subtasks RUNNING").isBetween(0L, 120_000L);
         assertThat(tl.subtasks).allSatisfy(s -> assertThat(s.initializingMs).isNotNegative());
-        assertExactlyOnce(r);
-        assertThroughFragstate(r);
         // the checkpoint went to fragstate, not to the harness' file:// directory
-        assertThat(Files.exists(Path.of(r.runDir, "flink/checkpoints"))
-                && Files.list(Path.of(r.runDir, "flink/checkpoints")).findAny().isPresent())
+        Path plain = Path.of(r.runDir, "flink/checkpoints");
+        assertThat(Files.exists(plain) && Files.list(plain).findAny().isPresent())
                 .as("nothing written to the plain file:// checkpoint directory").isFalse();
     }
 
-    @Test
-    @EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
+    static Stream<Arguments> killScenarios() {
+        return Stream.of(
+                Arguments.of("b: two TaskManagers at once", (Function<Path, Scenario>) Scenario::fragstateKillTwoTaskManagers, 2),
+                Arguments.of("c: during a checkpoint", (Function<Path, Scenario>) Scenario::fragstateKillDuringCheckpoint, 1),
+                Arguments.of("f: RocksDB incremental", (Function<Path, Scenario>) Scenario::fragstateRocksDbIncrementalKillOneTaskManager, 1));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("killScenarios")
     @Timeout(value = 12, unit = TimeUnit.MINUTES)
-    void scenarioB_fragstateCluster_killTwoTaskManagersAtOnce_exactlyOnce() throws Exception {
-        ScenarioRunner.Result r = run(Scenario.fragstateKillTwoTaskManagers(REPO));
-        assertThat(r.timeline.killedTaskManagers).hasSize(2);
+    void scenariosBCF_fragstateCluster_kill_exactlyOnce(String name, Function<Path, Scenario> scenario, int kills)
+            throws Exception {
+        ScenarioRunner.Result r = run(scenario.apply(REPO));
+        assertThat(r.timeline.killedTaskManagers).hasSize(kills);
         assertThat(r.timeline.restores).isGreaterThanOrEqualTo(1);
-        assertExactlyOnce(r);
-        assertThroughFragstate(r);
     }
 
     @Test
-    @EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
-    @Timeout(value = 12, unit = TimeUnit.MINUTES)
-    void scenarioC_fragstateCluster_killDuringCheckpoint_exactlyOnce() throws Exception {
-        ScenarioRunner.Result r = run(Scenario.fragstateKillDuringCheckpoint(REPO));
-        assertThat(r.timeline.killedTaskManagers).hasSize(1);
-        assertThat(r.timeline.restores).isGreaterThanOrEqualTo(1);
-        assertExactlyOnce(r);
-        assertThroughFragstate(r);
-    }
-
-    @Test
-    @EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
     @Timeout(value = 12, unit = TimeUnit.MINUTES)
     void scenarioD_fragstateCluster_restartWholeClusterFromDiskStores_exactlyOnce() throws Exception {
         ScenarioRunner.Result r = run(Scenario.fragstateRestartCluster(REPO));
         assertThat(r.timeline.restoredFrom).as("resumed from a checkpoint in fragstate").startsWith("fragstate://");
         assertThat(r.timeline.restoredCheckpointId).as("resumed from a retained checkpoint").isPositive();
-        assertExactlyOnce(r);
-        assertThroughFragstate(r);
     }
 
     @Test
-    @EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
     @Timeout(value = 12, unit = TimeUnit.MINUTES)
     void scenarioE_fragstateCluster_stopWithSavepointRescale_exactlyOnce() throws Exception {
         ScenarioRunner.Result r = run(Scenario.fragstateSavepointRescale(REPO));
         assertThat(r.timeline.restoredFrom).as("the savepoint is in fragstate").startsWith("fragstate://");
         assertThat(r.timeline.restoredCheckpointId).as("resumed from the savepoint").isPositive();
         assertThat(r.timeline.subtasks).filteredOn(s -> s.vertex.contains("window")).hasSize(3);
-        assertExactlyOnce(r);
-        assertThroughFragstate(r);
-    }
-
-    @Test
-    @EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
-    @Timeout(value = 12, unit = TimeUnit.MINUTES)
-    void scenarioF_fragstateCluster_rocksDbIncremental_killOneTaskManager_exactlyOnce() throws Exception {
-        ScenarioRunner.Result r = run(Scenario.fragstateRocksDbIncrementalKillOneTaskManager(REPO));
-        assertThat(r.timeline.killedTaskManagers).hasSize(1);
-        assertThat(r.timeline.restores).isGreaterThanOrEqualTo(1);
-        assertExactlyOnce(r);
-        assertThroughFragstate(r);
     }
 
     @Test
     @Timeout(value = 8, unit = TimeUnit.MINUTES)
     void scenarioG_wrongSetting_failsTheJobNamingTheSettingAndCommitsNothing() throws Exception {
-        Path jobJar = Path.of(System.getProperty("fragstate.job.jar",
-                "../flink-examples/traffic-monitoring/target/traffic-monitoring-0.1.0-SNAPSHOT.jar"));
         ScenarioRunner.RejectedConfigResult r;
-        try (ScenarioRunner runner = new ScenarioRunner(Scenario.fragstateTooManyFragments(REPO), REPO, jobJar)) {
-            r = runner.runExpectingRejectedConfig(java.time.Duration.ofSeconds(60),
-                    java.util.List.of("cannot place 8 fragments (k=6 + m=2)", "fragstate.data-fragments"));
+        try (ScenarioRunner runner = new ScenarioRunner(Scenario.fragstateTooManyFragments(REPO), REPO, JOB_JAR)) {
+            r = runner.runExpectingRejectedConfig(Duration.ofSeconds(60),
+                    List.of("cannot place 8 fragments (k=6 + m=2)", "fragstate.data-fragments"));
         }
         assertThat(r.jobState).as("the job must not run degraded").isEqualTo("FAILED");
         assertThat(r.submissionRefused).as("flink run itself reports the refusal").isTrue();

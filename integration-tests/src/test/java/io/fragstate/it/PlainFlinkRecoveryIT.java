@@ -1,8 +1,9 @@
 package io.fragstate.it;
 
+import static io.fragstate.it.ScenarioChecks.assertExactlyOnce;
+import static io.fragstate.it.ScenarioChecks.run;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -17,23 +18,6 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
  * {@code -Dfragstate.it.full=true} (full tier).
  */
 class PlainFlinkRecoveryIT {
-    private static ScenarioRunner.Result run(Scenario s) throws Exception {
-        Path repo = Path.of(System.getProperty("fragstate.repo", ".."));
-        Path jobJar = Path.of(System.getProperty("fragstate.job.jar",
-                "../flink-examples/traffic-monitoring/target/traffic-monitoring-0.1.0-SNAPSHOT.jar"));
-        try (ScenarioRunner runner = new ScenarioRunner(s, repo, jobJar)) {
-            return runner.run();
-        }
-    }
-
-    private static void assertExactlyOnce(ScenarioRunner.Result r) {
-        assertThat(r.expectedNotifications).isGreaterThan(1000);
-        assertThat(r.missing).as("notifications lost").isEmpty();
-        assertThat(r.duplicatesOrUnexpected).as("notifications duplicated or wrong").isEmpty();
-        assertThat(r.committedNotifications).isEqualTo(r.expectedNotifications);
-        assertThat(r.keyMismatches).as("records whose Kafka key is not their plate").isZero();
-    }
-
     @Test
     @Timeout(value = 12, unit = TimeUnit.MINUTES)
     void scenarioH_killOneTaskManager_exactlyOnce() throws Exception {

@@ -256,15 +256,21 @@ public class FragstateFileSystem extends FileSystem {
         if (msg == null || !msg.contains("cannot place")) {
             return e;
         }
+        FragstateSettings running = FragstateNode.running();
+        String domain = running == null || running.failureDomain == null ? "" : " (here: " + running.failureDomain + ")";
         return new IOException(
                 msg
-                        + " — check "
+                        + " — every object needs "
                         + FragstateOptions.DATA_FRAGMENTS.key()
-                        + " (k) and "
+                        + " (k) + "
                         + FragstateOptions.PARITY_FRAGMENTS.key()
-                        + " (m): every write needs k + m live storage nodes besides the writer,"
-                        + " each in its own "
-                        + FragstateOptions.FAILURE_DOMAIN.key(),
+                        + " (m) live storage nodes besides the writer, each in its own "
+                        + FragstateOptions.FAILURE_DOMAIN.key()
+                        + domain
+                        + ": lower k or m, start more storage nodes (fragstate node), or check "
+                        + FragstateOptions.BOOTSTRAP.key()
+                        + " and "
+                        + FragstateOptions.CLUSTER_KEY_FILE.key(),
                 e);
     }
 

@@ -8,6 +8,7 @@ import org.apache.flink.core.fs.FSDataInputStream;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.Objects;
 
 /**
  * Reads one {@code fragstate://} object through a 1 MiB direct read buffer. A seek inside the
@@ -69,12 +70,7 @@ final class FragstateInputStream extends FSDataInputStream {
 
     @Override
     public synchronized int read(byte[] b, int off, int len) throws IOException {
-        if (b == null) {
-            throw new NullPointerException("buffer");
-        }
-        if (off < 0 || len < 0 || len > b.length - off) {
-            throw new IndexOutOfBoundsException("off " + off + ", len " + len + ", length " + b.length);
-        }
+        Objects.checkFromIndexSize(off, len, b.length); // a null b throws NullPointerException
         ensureOpen();
         if (len == 0) {
             return 0;

@@ -111,6 +111,11 @@ public final class FragstateMetrics {
         gauge(g, "failedRequests", "client.failedRequests");
         gauge(g, "fragmentsReplaced", "client.fragmentsReplaced");
         gauge(g, "fragmentsRepaired", "client.fragmentsRepaired");
+        // cluster mode: what this node's repair loop sees (0 in embedded mode)
+        gauge(g, "objectsDegraded", "network.objects_degraded");
+        gauge(g, "bytesToRepair", "network.bytes_to_repair");
+        gauge(g, "objectsRepaired", "network.objects_repaired");
+        gauge(g, "repairFailures", "network.repair_failures");
         g.meter("bytesWrittenPerSecond", new MeterView(written));
         g.meter("bytesReadPerSecond", new MeterView(read));
     }

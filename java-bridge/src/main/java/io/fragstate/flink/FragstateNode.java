@@ -87,7 +87,14 @@ public final class FragstateNode {
         try {
             FragstateNative.awaitPlacement(s.storageWait().toMillis());
         } catch (IOException e) {
-            throw new IOException(s.cannotPlace(e.getMessage()), e);
+            throw new IOException(
+                    "fragstate: checkpoints of this job cannot be stored (waited "
+                            + s.storageWait().toMillis()
+                            + " ms, "
+                            + FragstateOptions.STORAGE_WAIT.key()
+                            + "): "
+                            + FragstateFileSystem.explainPlacementFailure(e).getMessage(),
+                    e);
         }
     }
 

@@ -7,6 +7,7 @@ import org.apache.flink.core.fs.FSDataOutputStream;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.Objects;
 
 /**
  * Writes one {@code fragstate://} object. Flink writes through a 4 KiB buffer; bytes collect in a
@@ -51,12 +52,7 @@ final class FragstateOutputStream extends FSDataOutputStream {
 
     @Override
     public synchronized void write(byte[] b, int off, int len) throws IOException {
-        if (b == null) {
-            throw new NullPointerException("buffer");
-        }
-        if (off < 0 || len < 0 || len > b.length - off) {
-            throw new IndexOutOfBoundsException("off " + off + ", len " + len + ", length " + b.length);
-        }
+        Objects.checkFromIndexSize(off, len, b.length); // a null b throws NullPointerException
         ensureOpen();
         if (buf == null) {
             buf = DirectBuffers.take();
@@ -90,9 +86,7 @@ final class FragstateOutputStream extends FSDataOutputStream {
         if (closed) {
             return;
         }
-        closed = true;
-        long h = handle;
-        handle = 0;
+        long h = takeHandle();
         try {
             if (buf != null && buf.position() > 0) {
                 FragstateNative.write(h, buf, buf.position());
@@ -109,11 +103,7 @@ final class FragstateOutputStream extends FSDataOutputStream {
     /** Discards the object; used when the caller gives up on a write. */
     synchronized void discard() {
         if (!closed) {
-            closed = true;
-            long h = handle;
-            handle = 0;
-            abortQuietly(h);
-            release();
+            abandon();
         }
     }
 
@@ -121,14 +111,24 @@ final class FragstateOutputStream extends FSDataOutputStream {
         try {
             FragstateNative.write(handle, buf, buf.position());
         } catch (IOException | RuntimeException e) {
-            closed = true;
-            long h = handle;
-            handle = 0;
-            abortQuietly(h);
-            release();
+            abandon();
             throw asIOException("writing", e);
         }
         buf.clear();
+    }
+
+    /** Closes the stream and hands its handle over to the caller, who must commit or abort it. */
+    private long takeHandle() {
+        closed = true;
+        long h = handle;
+        handle = 0;
+        return h;
+    }
+
+    /** Closes the stream without publishing: the object is aborted, the buffer returned. */
+    private void abandon() {
+        abortQuietly(takeHandle());
+        release();
     }
 
     /**

@@ -151,36 +151,6 @@ public final class FragstateSettings implements java.io.Serializable {
     }
 
     /**
-     * Why no checkpoint of this job could be stored, for an error that ends the job: the
-     * native placement error ({@code nativeReason}) and the options that decide it.
-     */
-    String cannotPlace(String nativeReason) {
-        return "fragstate: checkpoints of this job cannot be stored: "
-                + nativeReason
-                + " (after waiting "
-                + storageWait.toMillis()
-                + " ms, "
-                + FragstateOptions.STORAGE_WAIT.key()
-                + "). Each object needs "
-                + FragstateOptions.DATA_FRAGMENTS.key()
-                + " + "
-                + FragstateOptions.PARITY_FRAGMENTS.key()
-                + " = "
-                + dataFragments
-                + " + "
-                + parityFragments
-                + " storage nodes besides the writer's own, one per failure domain ("
-                + FragstateOptions.FAILURE_DOMAIN.key()
-                + " = "
-                + (failureDomain == null ? "n/a in embedded mode" : failureDomain)
-                + "). Lower k or m, start more storage nodes (fragstate node), or check "
-                + FragstateOptions.BOOTSTRAP.key()
-                + " and "
-                + FragstateOptions.CLUSTER_KEY_FILE.key()
-                + ".";
-    }
-
-    /**
      * The {@code startNode} argument. An unset cluster-mode listen address is resolved here, at
      * start, not when the settings are read: whether the fixed port is free changes once this
      * process's own node holds it.

@@ -50,8 +50,8 @@ class ClusterModePlacementTest {
         assertThatThrownBy(() -> storage.createCheckpointStorage(new JobID()))
                 .isInstanceOf(IOException.class)
                 .hasMessageContaining("cannot place 6 fragments (k=4 + m=2): only 0 usable storage nodes")
-                .hasMessageContaining("fragstate.data-fragments + fragstate.parity-fragments = 4 + 2")
-                .hasMessageContaining("fragstate.failure-domain = host")
+                .hasMessageContaining("fragstate.data-fragments (k) + fragstate.parity-fragments (m)")
+                .hasMessageContaining("fragstate.failure-domain (here: host)")
                 .hasMessageContaining("fragstate.storage-wait");
         assertThat(FragstateNative.nodeRunning()).as("the node itself runs; only placement is impossible").isTrue();
     }

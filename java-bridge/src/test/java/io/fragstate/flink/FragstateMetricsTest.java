@@ -71,7 +71,12 @@ class FragstateMetricsTest {
                         "fragstate.bytesRead",
                         "fragstate.stripesReconstructed",
                         "fragstate.bytesWrittenPerSecond",
-                        "fragstate.bytesReadPerSecond");
+                        "fragstate.bytesReadPerSecond",
+                        "fragstate.objectsDegraded",
+                        "fragstate.bytesToRepair");
+        // an embedded mesh has no repair loop: the network gauges read 0, not an error (-1)
+        assertThat(gauge(m, "fragstate.objectsDegraded")).isZero();
+        assertThat(gauge(m, "fragstate.bytesToRepair")).isZero();
 
         FragstateMetrics.freshStats();
         long written = gauge(m, "fragstate.bytesWritten");

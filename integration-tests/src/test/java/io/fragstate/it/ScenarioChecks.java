@@ -1,0 +1,29 @@
+package io.fragstate.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Path;
+
+/** Running a scenario from a test, and the checks every scenario with a recovery shares. */
+final class ScenarioChecks {
+    static final Path REPO = Path.of(System.getProperty("fragstate.repo", "..")).toAbsolutePath().normalize();
+    static final Path JOB_JAR = Path.of(System.getProperty("fragstate.job.jar",
+            "../flink-examples/traffic-monitoring/target/traffic-monitoring-0.1.0-SNAPSHOT.jar"));
+
+    private ScenarioChecks() {}
+
+    static ScenarioRunner.Result run(Scenario s) throws Exception {
+        try (ScenarioRunner runner = new ScenarioRunner(s, REPO, JOB_JAR)) {
+            return runner.run();
+        }
+    }
+
+    /** The committed output equals the reference computation: nothing lost, duplicated or wrong. */
+    static void assertExactlyOnce(ScenarioRunner.Result r) {
+        assertThat(r.expectedNotifications).isGreaterThan(1000);
+        assertThat(r.missing).as("notifications lost").isEmpty();
+        assertThat(r.duplicatesOrUnexpected).as("notifications duplicated or wrong").isEmpty();
+        assertThat(r.committedNotifications).isEqualTo(r.expectedNotifications);
+        assertThat(r.keyMismatches).as("records whose Kafka key is not their plate").isZero();
+    }
+}

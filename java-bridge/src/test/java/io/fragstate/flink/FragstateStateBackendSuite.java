@@ -1,0 +1,65 @@
+/*
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.fragstate.flink;
+
+import org.apache.flink.configuration.CheckpointingOptions;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.MemorySize;
+import org.apache.flink.runtime.state.StateBackendTestBase;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * What the runs of Flink's {@link StateBackendTestBase} over {@link FragstateStateBackend} share:
+ * the backend itself is the suite's checkpoint storage (it implements {@code CheckpointStorage}),
+ * nothing is inlined into the metadata, and after the whole suite the node's counters must show
+ * that snapshots were really written and read through {@code fragstate://}.
+ */
+abstract class FragstateStateBackendSuite extends StateBackendTestBase<FragstateStateBackend> {
+
+    private static long writtenBefore;
+    private static long openedBefore;
+    private static int testsRun;
+
+    @BeforeAll
+    static void countersBefore() throws Exception {
+        writtenBefore = FragstateMetrics.value(FragstateMetrics.freshStats(), "client.objectsWritten");
+        openedBefore = FragstateMetrics.value(FragstateMetrics.freshStats(), "client.objectsOpened");
+        testsRun = 0;
+    }
+
+    @AfterEach
+    void countTest() {
+        testsRun++;
+    }
+
+    /**
+     * The suite really wrote and read its snapshots through fragstate://. Checked when the whole
+     * suite ran (a single test picked with -Dtest=Class#method may snapshot nothing).
+     */
+    @AfterAll
+    static void snapshotsWentThroughFragstate() throws Exception {
+        if (testsRun < 60) {
+            return;
+        }
+        assertThat(FragstateMetrics.value(FragstateMetrics.freshStats(), "client.objectsWritten"))
+                .isGreaterThan(writtenBefore + 50);
+        assertThat(FragstateMetrics.value(FragstateMetrics.freshStats(), "client.objectsOpened"))
+                .isGreaterThan(openedBefore + 50);
+    }
+
+    /** The configuration of a backend with {@code localBackend} that checkpoints under {@code fragstate://authority/}. */
+    static Configuration fragstateConfig(String localBackend, String authority) {
+        Configuration c = new Configuration();
+        c.set(FragstateOptions.LOCAL_BACKEND, localBackend);
+        c.set(FragstateOptions.CHECKPOINT_DIR, "fragstate://" + authority + "/checkpoints");
+        // every snapshot goes to a file (no state inlined into the metadata)
+        c.set(CheckpointingOptions.FS_SMALL_FILE_THRESHOLD, MemorySize.ZERO);
+        return c;
+    }
+}

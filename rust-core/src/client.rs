@@ -87,6 +87,8 @@ pub(crate) struct Counters {
     pub failed_requests: AtomicU64,
     pub fragments_replaced: AtomicU64,
     pub fragments_repaired: AtomicU64,
+    /// Nodes that served at least one cell to this client.
+    pub fetch_sources: std::sync::Mutex<HashSet<NodeId>>,
 }
 
 /// A snapshot of [`Counters`], serializable to JSON for metrics.
@@ -106,6 +108,8 @@ pub struct ClientStats {
     /// Fragments moved to another node during a write (a holder failed or was full).
     pub fragments_replaced: u64,
     pub fragments_repaired: u64,
+    /// Distinct nodes that served at least one cell (how widely restores spread).
+    pub peers_fetched_from: u64,
 }
 
 pub(crate) fn bump(c: &AtomicU64, by: u64) {
@@ -300,6 +304,7 @@ impl Client {
             failed_requests: g(&c.failed_requests),
             fragments_replaced: g(&c.fragments_replaced),
             fragments_repaired: g(&c.fragments_repaired),
+            peers_fetched_from: c.fetch_sources.lock().unwrap_or_else(|p| p.into_inner()).len() as u64,
         }
     }
 }

@@ -98,6 +98,7 @@ impl FragmentSet<'_> {
                     Ok(cell) if self.codec.cell_is_valid(info, i, &cell) => {
                         bump(&ctx.counters.cells_fetched, 1);
                         bump(&ctx.counters.bytes_fetched, cell.len() as u64);
+                        ctx.counters.fetch_sources.lock().unwrap_or_else(|p| p.into_inner()).insert(node.clone());
                         cells[i] = Some(cell);
                         served_by.push(node);
                         good += 1;

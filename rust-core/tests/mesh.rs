@@ -343,6 +343,22 @@ fn placement_check_follows_the_live_nodes_and_excludes_the_writer() {
 }
 
 #[test]
+fn a_read_fetches_from_every_data_holder() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(6, u64::MAX);
+        let c = client(&mesh, params(4, 2));
+        let data = payload(8 * 4 * CELL as usize, 7);
+        write(&c, "spread", &data, 10_000).await;
+        assert_eq!(c.stats().peers_fetched_from, 0);
+        assert_eq!(read(&c, "spread").await.unwrap(), data);
+        let s = c.stats();
+        assert!(s.cells_fetched >= 8 * 4, "{s:?}");
+        // k = 4 cells of every stripe come from 4 different holders
+        assert!(s.peers_fetched_from >= 4, "{s:?}");
+    });
+}
+
+#[test]
 fn overwrite_semantics() {
     rt().block_on(async {
         let mesh = Mesh::in_memory(8, u64::MAX);

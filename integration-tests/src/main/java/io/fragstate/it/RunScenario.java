@@ -101,6 +101,15 @@ public final class RunScenario {
         }
         System.out.println();
         System.out.println("timeline: " + r.timeline.summary());
+        if (r.fragstate.get("taskManagerMetrics") instanceof Map<?, ?> perTm) {
+            // a TaskManager reads fragments only to restore state: its counters are the restore's
+            perTm.forEach((tm, v) -> {
+                if (v instanceof Map<?, ?> m && m.get("bytesFetched") instanceof Long bytes && bytes > 0) {
+                    System.out.printf("restore:  %s fetched %,d bytes in %s cells of %s objects from %s peers%n",
+                            tm, bytes, m.get("cellsFetched"), m.get("objectsOpened"), m.get("peersFetchedFrom"));
+                }
+            });
+        }
         System.out.printf("output:   %d committed notifications, %d expected, %d missing, %d duplicated or wrong -> %s%n",
                 r.committedNotifications, r.expectedNotifications, r.missing.size(), r.duplicatesOrUnexpected.size(),
                 r.exactlyOnce() ? "EXACTLY ONCE" : "NOT EXACTLY ONCE");

@@ -354,7 +354,7 @@ public final class ScenarioRunner implements AutoCloseable {
         String names = String.join(",", List.of("fragstate.liveNodes", "fragstate.bytesWritten", "fragstate.objectsWritten",
                 "fragstate.bytesRead", "fragstate.objectsOpened", "fragstate.bytesFetched", "fragstate.stripesReconstructed",
                 "fragstate.failedRequests", "fragstate.fragmentsReplaced", "fragstate.fragmentsHeld", "fragstate.bytesHeld",
-                "fragstate.objectsDegraded", "fragstate.bytesToRepair"));
+                "fragstate.objectsDegraded", "fragstate.bytesToRepair", "fragstate.cellsFetched", "fragstate.peersFetchedFrom"));
         Map<String, Object> perTm = new TreeMap<>();
         // Right after recovery (and after the first checkpoint that followed it). The TaskManager
         // gauges are cached for 1 s and the REST metric cache is refreshed every

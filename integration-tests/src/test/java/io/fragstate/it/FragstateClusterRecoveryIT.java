@@ -48,13 +48,17 @@ class FragstateClusterRecoveryIT {
         assertThat(perTm).as("fragstate metrics of the TaskManagers").isNotEmpty().doesNotContainKey("error");
         long written = 0;
         long fetched = 0;
+        long widest = 0;
         for (Object v : perTm.values()) {
             Map<String, Long> m = (Map<String, Long>) v;
             written += m.getOrDefault("bytesWritten", 0L);
             fetched += m.getOrDefault("bytesFetched", 0L);
+            widest = Math.max(widest, m.getOrDefault("peersFetchedFrom", 0L));
         }
         assertThat(written).as("bytes the TaskManagers wrote through fragstate").isPositive();
         assertThat(fetched).as("fragment bytes fetched from peers for the restore").isPositive();
+        // RS(2,2): every stripe is read from k = 2 different holders
+        assertThat(widest).as("peers one restoring TaskManager fetched from").isGreaterThanOrEqualTo(2);
     }
 
     @Test

@@ -106,6 +106,8 @@ public final class FragstateMetrics {
         gauge(g, "objectsWritten", "client.objectsWritten");
         gauge(g, "objectsOpened", "client.objectsOpened");
         gauge(g, "bytesFetched", "client.bytesFetched");
+        gauge(g, "cellsFetched", "client.cellsFetched");
+        gauge(g, "peersFetchedFrom", "client.peersFetchedFrom");
         gauge(g, "stripesReconstructed", "client.stripesReconstructed");
         gauge(g, "corruptCells", "client.corruptCells");
         gauge(g, "failedRequests", "client.failedRequests");

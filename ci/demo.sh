@@ -15,6 +15,8 @@
 #
 #   ci/demo.sh                 # scenario a: kill -9 one TaskManager
 #   ci/demo.sh --scenario b    # kill -9 two TaskManagers at once (m = 2)
+#   ci/demo.sh --scenario d    # stop the whole cluster (disk-backed fragment stores), start it, resume
+#   ci/demo.sh --scenario e    # stop with a savepoint in fragstate, resume at parallelism 3
 #   ci/demo.sh --scenario h    # the same job with plain Flink (hashmap + file://), for comparison
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -96,13 +96,4 @@ class TrafficSimulatorTest {
         assertThat(g.size()).isEqualTo(31);
         assertThat(g.routableNodes()).isNotEmpty();
     }
-
-    @Test
-    void daedalusProfileWorksWhenPresent() throws Exception {
-        Path shared = Path.of("../../../shared/data/daedalus/tm_6h_100K_max.csv");
-        org.junit.jupiter.api.Assumptions.assumeTrue(Files.exists(shared), "no ../shared on this machine");
-        RateProfile p = RateProfile.read(shared);
-        assertThat(p.length()).isEqualTo(25_000);
-        assertThat(p.count(0)).isEqualTo(1986);
-    }
 }

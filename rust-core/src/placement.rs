@@ -7,6 +7,8 @@
 //! domain. Rendezvous rather than the Kademlia XOR distance because it
 //! weights nodes by capacity exactly (a node with twice the free space gets
 //! twice the fragments) and moves only the fragments of a node that leaves.
+//! Which chosen holder gets which fragment index (data or parity) follows a
+//! second, unweighted hash, so reads spread over all holders.
 
 use std::collections::HashSet;
 
@@ -31,10 +33,19 @@ pub struct Placement {
     pub shared_domains: bool,
 }
 
+/// A hash of (`node`, `key`); `purpose` keeps the score and the fragment
+/// order independent of each other.
+fn node_key_hash(key: &[u8], node: &NodeInfo, purpose: u64) -> u64 {
+    let seed = xxh3_64_with_seed(node.id.as_str().as_bytes(), purpose);
+    xxh3_64_with_seed(key, seed)
+}
+
+const SCORE: u64 = 0x6672_6167;
+const FRAGMENT_ORDER: u64 = 0x6f72_6465;
+
 /// Rendezvous score of `node` for `key`; higher wins.
 fn score(key: &[u8], node: &NodeInfo) -> f64 {
-    let seed = xxh3_64_with_seed(node.id.as_str().as_bytes(), 0x6672_6167);
-    let h = xxh3_64_with_seed(key, seed);
+    let h = node_key_hash(key, node, SCORE);
     // u in (0, 1), never 0 or 1, so ln(u) < 0.
     let u = ((h >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
     let weight = node.free_bytes.max(1) as f64;
@@ -104,6 +115,12 @@ pub fn place(
             reason,
         });
     }
+    // Which holder gets which fragment index is decided without the weights
+    // (and with a hash independent of the one that chose them): otherwise the
+    // largest nodes, ranked first for nearly every object, would hold the data
+    // fragments of all of them and serve every read alone.
+    let order = |n: &NodeInfo| node_key_hash(key, n, FRAGMENT_ORDER);
+    chosen.sort_by(|a, b| order(b).cmp(&order(a)).then_with(|| a.id.cmp(&b.id)));
     Ok(Placement { nodes: chosen, shared_domains })
 }
 
@@ -180,6 +197,27 @@ mod tests {
             let s = counts[&format!("node-{i}")] as f64 / trials as f64;
             assert!((0.065..0.10).contains(&s), "share of node-{i} = {s}");
         }
+    }
+
+    #[test]
+    fn data_fragments_rotate_even_over_nodes_that_are_always_chosen() {
+        // node-0 and node-1 have far more free space than the rest: they hold
+        // a fragment of nearly every object, but fragment 0 (data, read first)
+        // only about a quarter of the time each, like any holder.
+        let mut live = nodes(6);
+        live[0].free_bytes = 1 << 50;
+        live[1].free_bytes = 1 << 50;
+        let trials = 4_000;
+        let (mut held, mut first) = (0, 0);
+        for i in 0..trials {
+            let p = place(format!("key-{i}").as_bytes(), &live, 4, &HashSet::new(), &HashSet::new(), PlacementPolicy::default(), (2, 2)).unwrap();
+            let pos = p.nodes.iter().position(|n| n.id.as_str() == "node-0");
+            held += pos.is_some() as usize;
+            first += (pos == Some(0)) as usize;
+        }
+        assert!(held as f64 / trials as f64 > 0.99, "node-0 held a fragment of {held} of {trials} objects");
+        let share = first as f64 / held as f64;
+        assert!((0.20..0.30).contains(&share), "node-0 held fragment 0 of {share} of its objects");
     }
 
     #[test]

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use fragstate::net::key::{load_cluster_key, load_or_create_identity, write_cluster_key};
+use fragstate::net::key::{load_cluster_key, write_cluster_key};
 use fragstate::net::wire::{self, Kind};
-use fragstate::net::{NetConfig, NetNode, Role, ServiceConfig};
-use fragstate::store::FragmentStore;
+use fragstate::net::{open_disk_node, NetConfig, NetNode, Role, ServiceConfig};
+use fragstate::store::{DirLock, FragmentStore};
 use fragstate::transport::Transport;
 use fragstate::{Client, Error, Result};
 use futures::AsyncWriteExt;
@@ -132,11 +132,9 @@ pub fn node(args: NodeArgs) -> Result<()> {
     rt.block_on(async move {
         let (store, identity, tombstones) = match (&args.store_dir, args.memory) {
             (Some(dir), _) => {
-                std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
-                let identity = load_or_create_identity(&dir.join("node.identity"))?;
-                let name = identity.public().to_peer_id().to_base58();
-                let store = FragmentStore::open_dir(name, dir, args.capacity.unwrap_or(u64::MAX), !args.no_fsync)?;
-                (Some(Arc::new(store)), identity, Some(dir.join("tombstones.bin")))
+                let (identity, store, tombstones) =
+                    open_disk_node(DirLock::acquire(dir)?, args.capacity.unwrap_or(u64::MAX), !args.no_fsync)?;
+                (Some(Arc::new(store)), identity, Some(tombstones))
             }
             (None, Some(budget)) => {
                 let identity = Keypair::generate_ed25519();

@@ -95,6 +95,23 @@ pub fn failure_domain(value: Option<&str>) -> String {
     }
 }
 
+/// A disk-backed storage node's state in a directory this process has
+/// locked: its identity (`node.identity`, created on first use, so a
+/// restarted node keeps its peer id), its fragment store, and the path of
+/// its tombstone file.
+pub fn open_disk_node(
+    dir: crate::store::DirLock,
+    budget: u64,
+    fsync: bool,
+) -> crate::Result<(libp2p::identity::Keypair, crate::store::FragmentStore, std::path::PathBuf)> {
+    let path = dir.dir().to_path_buf();
+    let identity = key::load_or_create_identity(&path.join("node.identity"))?;
+    let name = identity.public().to_peer_id().to_base58();
+    tracing::info!(dir = %path.display(), node = %name, "fragment store opened");
+    let store = crate::store::FragmentStore::open_claimed(name, dir, budget, fsync)?;
+    Ok((identity, store, path.join("tombstones.bin")))
+}
+
 /// `node-N` store directories a Flink host's processes may claim under `fragstate.store.dir`.
 const STORE_SLOTS: usize = 64;
 
@@ -122,12 +139,8 @@ pub async fn start_cluster_member(config: &crate::node::NodeConfig, fragments: u
         Some(parent) => {
             // Several Flink processes on one host share the setting: each takes a free node-N.
             let slot = crate::store::claim_slot(std::path::Path::new(parent), STORE_SLOTS)?;
-            let dir = slot.dir().to_path_buf();
-            let identity = key::load_or_create_identity(&dir.join("node.identity"))?;
-            let name = identity.public().to_peer_id().to_base58();
-            tracing::info!(dir = %dir.display(), node = %name, "fragment store claimed");
-            let store = crate::store::FragmentStore::open_claimed(name, slot, config.store_memory, true)?;
-            (identity, store, Some(dir.join("tombstones.bin")))
+            let (identity, store, tombstones) = open_disk_node(slot, config.store_memory, true)?;
+            (identity, store, Some(tombstones))
         }
         None => {
             let identity = libp2p::identity::Keypair::generate_ed25519();

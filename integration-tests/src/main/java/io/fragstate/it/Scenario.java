@@ -159,6 +159,15 @@ public record Scenario(String id, String description, Map<String, String> flinkC
         return config;
     }
 
+    /**
+     * A fragstate cluster-mode scenario: the plugin jar in {@code lib/}, 4 TaskManagers,
+     * parallelism 4, checkpoints every 2 s, the default simulation and 2 standalone fragstate nodes.
+     */
+    private static Scenario fragstateScenario(String id, String description, Map<String, String> config, Path repo,
+            Disruption disruption) {
+        return new Scenario(id, description, config, List.of(pluginJar(repo)), 4, 4, 2_000, defaultSimulation(), disruption, 2);
+    }
+
     /** Replaced by the run's directory in a scenario's Flink config values. */
     public static final String RUN_DIR = "${run.dir}";
 
@@ -171,41 +180,41 @@ public record Scenario(String id, String description, Map<String, String> flinkC
         Map<String, String> config = fragstateClusterConfig();
         config.put("fragstate.store.dir", RUN_DIR + "/fragstate/flink-stores");
         config.put("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION");
-        return new Scenario("d-fragstate-restart-cluster",
+        return fragstateScenario("d-fragstate-restart-cluster",
                 "fragstate cluster mode, disk stores: stop the whole cluster and every fragstate node, start them again, resume from the retained checkpoint",
-                config, List.of(pluginJar(repo)), 4, 4, 2_000, defaultSimulation(), Disruption.restartCluster(), 2);
+                config, repo, Disruption.restartCluster());
     }
 
     /** Scenario e: fragstate; stop with a savepoint (to fragstate://), resubmit at parallelism 3. */
     public static Scenario fragstateSavepointRescale(Path repo) {
-        return new Scenario("e-fragstate-savepoint-rescale",
+        return fragstateScenario("e-fragstate-savepoint-rescale",
                 "fragstate cluster mode: stop with savepoint to fragstate://, restart from it at parallelism 3",
-                fragstateClusterConfig(), List.of(pluginJar(repo)), 4, 4, 2_000, defaultSimulation(),
-                Disruption.savepointAndRescale(3), 2);
+                fragstateClusterConfig(), repo,
+                Disruption.savepointAndRescale(3));
     }
 
     /** Scenario a: fragstate in cluster mode, one TaskManager killed with {@code kill -9} after a few checkpoints. */
     public static Scenario fragstateKillOneTaskManager(Path repo) {
-        return new Scenario("a-fragstate-kill-one-tm",
+        return fragstateScenario("a-fragstate-kill-one-tm",
                 "fragstate cluster mode, RS(2,2), failure domain per process: kill -9 one TaskManager with stateful subtasks",
-                fragstateClusterConfig(), List.of(pluginJar(repo)), 4, 4, 2_000, defaultSimulation(),
-                Disruption.killTaskManagers(1, Trigger.AFTER_CHECKPOINTS), 2);
+                fragstateClusterConfig(), repo,
+                Disruption.killTaskManagers(1, Trigger.AFTER_CHECKPOINTS));
     }
 
     /** Scenario b: two TaskManagers with stateful subtasks killed at once; m = 2 fragments of every object may be lost. */
     public static Scenario fragstateKillTwoTaskManagers(Path repo) {
-        return new Scenario("b-fragstate-kill-two-tms",
+        return fragstateScenario("b-fragstate-kill-two-tms",
                 "fragstate cluster mode, RS(2,2): kill -9 two TaskManagers with stateful subtasks at once",
-                fragstateClusterConfig(), List.of(pluginJar(repo)), 4, 4, 2_000, defaultSimulation(),
-                Disruption.killTaskManagers(2, Trigger.AFTER_CHECKPOINTS), 2);
+                fragstateClusterConfig(), repo,
+                Disruption.killTaskManagers(2, Trigger.AFTER_CHECKPOINTS));
     }
 
     /** Scenario c: one TaskManager killed while a checkpoint is in progress (its fragments half written). */
     public static Scenario fragstateKillDuringCheckpoint(Path repo) {
-        return new Scenario("c-fragstate-kill-during-checkpoint",
+        return fragstateScenario("c-fragstate-kill-during-checkpoint",
                 "fragstate cluster mode, RS(2,2): kill -9 one TaskManager while a checkpoint is in progress",
-                fragstateClusterConfig(), List.of(pluginJar(repo)), 4, 4, 2_000, defaultSimulation(),
-                Disruption.killTaskManagers(1, Trigger.DURING_CHECKPOINT), 2);
+                fragstateClusterConfig(), repo,
+                Disruption.killTaskManagers(1, Trigger.DURING_CHECKPOINT));
     }
 
     /** Scenario f: RocksDB working state with incremental checkpoints on fragstate, then scenario a. */
@@ -213,10 +222,10 @@ public record Scenario(String id, String description, Map<String, String> flinkC
         Map<String, String> config = fragstateClusterConfig();
         config.put("fragstate.local-backend", "rocksdb");
         config.put("execution.checkpointing.incremental", "true");
-        return new Scenario("f-fragstate-rocksdb-incremental-kill-one-tm",
+        return fragstateScenario("f-fragstate-rocksdb-incremental-kill-one-tm",
                 "fragstate cluster mode, RS(2,2), RocksDB + incremental checkpoints: kill -9 one TaskManager",
-                config, List.of(pluginJar(repo)), 4, 4, 2_000, defaultSimulation(),
-                Disruption.killTaskManagers(1, Trigger.AFTER_CHECKPOINTS), 2);
+                config, repo,
+                Disruption.killTaskManagers(1, Trigger.AFTER_CHECKPOINTS));
     }
 
     /**
@@ -231,9 +240,9 @@ public record Scenario(String id, String description, Map<String, String> flinkC
         config.put("fragstate.data-fragments", "6");
         config.put("fragstate.parity-fragments", "2");
         config.put("fragstate.storage-wait", "10 s");
-        return new Scenario("g-fragstate-too-many-fragments",
+        return fragstateScenario("g-fragstate-too-many-fragments",
                 "fragstate cluster mode with k + m = 8 fragments on 7 storage nodes: the job must fail at start naming the settings, nothing committed",
-                config, List.of(pluginJar(repo)), 4, 4, 2_000, defaultSimulation(),
-                Disruption.killTaskManagers(0, Trigger.AFTER_CHECKPOINTS), 2);
+                config, repo,
+                Disruption.killTaskManagers(0, Trigger.AFTER_CHECKPOINTS));
     }
 }

@@ -805,6 +805,16 @@ public final class ScenarioRunner implements AutoCloseable {
         }
     }
 
+    /** A directory that exists and is not empty (a pid directory with pid files in it). */
+    private static boolean hasEntries(Path dir) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            return false;
+        }
+        try (var files = Files.list(dir)) {
+            return files.findAny().isPresent();
+        }
+    }
+
     /**
      * A run whose JVM was killed (no shutdown hook) leaves its daemons behind: stop them through
      * their pid files before starting new ones.
@@ -819,21 +829,11 @@ public final class ScenarioRunner implements AutoCloseable {
                 if (ownerAlive(d)) {
                     continue; // another harness (another Maven run) is using it right now
                 }
-                Path pids = d.resolve("flink/pids");
-                boolean flinkLeft;
-                try (var files = Files.isDirectory(pids) ? Files.list(pids) : java.util.stream.Stream.<Path>empty()) {
-                    flinkLeft = files.findAny().isPresent();
-                }
-                if (flinkLeft) {
+                if (hasEntries(d.resolve("flink/pids"))) {
                     step("stopping Flink processes left by an earlier run in " + d);
                     Shell.bash(repo, Duration.ofMinutes(2), "ci/lib/flink-cluster.sh", "stop", d.resolve("flink").toString());
                 }
-                Path nodePids = d.resolve("fragstate/pids");
-                boolean nodesLeft;
-                try (var files = Files.isDirectory(nodePids) ? Files.list(nodePids) : java.util.stream.Stream.<Path>empty()) {
-                    nodesLeft = files.findAny().isPresent();
-                }
-                if (nodesLeft) {
+                if (hasEntries(d.resolve("fragstate/pids"))) {
                     step("stopping fragstate nodes left by an earlier run in " + d);
                     Shell.bash(repo, Duration.ofMinutes(1), "ci/lib/fragstate-nodes.sh", "stop", d.resolve("fragstate").toString());
                 }

@@ -122,18 +122,12 @@ public final class ScenarioRunner implements AutoCloseable {
         if (!Files.isRegularFile(jobJar)) {
             throw new IllegalStateException("job jar " + jobJar + " not found: build it first (mvn package)");
         }
-        stopLeftoversOfEarlierRuns();
-        Files.createDirectories(runDir);
-        Files.writeString(runDir.resolve("owner.pid"), Long.toString(ProcessHandle.current().pid()));
-        step("scenario " + scenario.id() + ": " + scenario.description() + " (run dir " + runDir + ")");
+        GeneratorConfig genConfig = beginRun();
+        Scenario.Simulation sim = scenario.simulation();
 
         // expected output first: a pure computation from the generator parameters
-        Scenario.Simulation sim = scenario.simulation();
-        GeneratorConfig genConfig = GeneratorConfig.defaults(sim.seed(), sim.scale(), sim.durationSeconds());
         List<String> expected = ReferenceModel.expectedNotifications(genConfig);
         result.expectedNotifications = expected.size();
-        registry = runDir.resolve("vehicle-registry.csv");
-        VehicleGeneratorMain.writeRegistry(TrafficSimulator.registryFor(genConfig), registry);
         Files.write(runDir.resolve("expected.jsonl"), expected, StandardCharsets.UTF_8);
         step("reference computation: " + expected.size() + " notifications expected");
 
@@ -227,13 +221,11 @@ public final class ScenarioRunner implements AutoCloseable {
     private static final Set<String> TERMINAL_STATES = Set.of("FAILED", "CANCELED", "FINISHED");
 
     /**
-     * Scenario g: a fragstate setting the cluster cannot satisfy. Starts everything, submits the
-     * job, runs the generator until the job ends or {@code observe} has passed, and reports what
-     * happened: the job's state, completed checkpoints, committed output (read_committed) and the
-     * log lines (JobManager and TaskManagers) that contain every one of {@code needles}. The job
-     * must not run silently degraded: it fails, no checkpoint completes, nothing is committed.
+     * What every run starts with: daemons of dead earlier runs stopped, this run's directory owned
+     * by this JVM, and the generator's parameters and vehicle registry (the job's reference
+     * table) for the scenario's simulation.
      */
-    public RejectedConfigResult runExpectingRejectedConfig(Duration observe, List<String> needles) throws Exception {
+    private GeneratorConfig beginRun() throws IOException {
         stopLeftoversOfEarlierRuns();
         Files.createDirectories(runDir);
         Files.writeString(runDir.resolve("owner.pid"), Long.toString(ProcessHandle.current().pid()));
@@ -242,6 +234,19 @@ public final class ScenarioRunner implements AutoCloseable {
         GeneratorConfig genConfig = GeneratorConfig.defaults(sim.seed(), sim.scale(), sim.durationSeconds());
         registry = runDir.resolve("vehicle-registry.csv");
         VehicleGeneratorMain.writeRegistry(TrafficSimulator.registryFor(genConfig), registry);
+        return genConfig;
+    }
+
+    /**
+     * Scenario g: a fragstate setting the cluster cannot satisfy. Starts everything, submits the
+     * job, runs the generator until the job ends or {@code observe} has passed, and reports what
+     * happened: the job's state, completed checkpoints, committed output (read_committed) and the
+     * log lines (JobManager and TaskManagers) that contain every one of {@code needles}. The job
+     * must not run silently degraded: it fails, no checkpoint completes, nothing is committed.
+     */
+    public RejectedConfigResult runExpectingRejectedConfig(Duration observe, List<String> needles) throws Exception {
+        GeneratorConfig genConfig = beginRun();
+        Scenario.Simulation sim = scenario.simulation();
         Map<String, String> flinkConfig = new LinkedHashMap<>(scenario.flinkConfig());
         KafkaEventProducer producer = startServices(flinkConfig, sim);
         RejectedConfigResult r = new RejectedConfigResult();

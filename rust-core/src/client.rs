@@ -19,6 +19,9 @@ use crate::reader::ObjectReader;
 use crate::transport::{DeleteStats, DeleteTarget, NodeId, Transport};
 use crate::writer::ObjectWriter;
 
+/// Stripes a reader may fetch ahead of the one being read.
+pub const READ_AHEAD: std::ops::RangeInclusive<usize> = 1..=64;
+
 /// How a client writes and reads. Every field has a sensible default.
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
@@ -60,8 +63,12 @@ impl Default for ClientConfig {
 impl ClientConfig {
     pub fn validate(&self) -> Result<()> {
         self.params.validate()?;
-        if !(1..=64).contains(&self.read_ahead) {
-            return Err(Error::invalid("read-ahead", self.read_ahead, "1 ≤ read-ahead ≤ 64 stripes"));
+        if !READ_AHEAD.contains(&self.read_ahead) {
+            return Err(Error::invalid(
+                "read-ahead",
+                self.read_ahead,
+                format!("{} ≤ read-ahead ≤ {} stripes", READ_AHEAD.start(), READ_AHEAD.end()),
+            ));
         }
         if self.hedge > self.params.m() {
             return Err(Error::invalid("hedge", self.hedge, format!("0 ≤ hedge ≤ m = {}", self.params.m())));

@@ -1,4 +1,4 @@
-//! JNI exports of `io.fragstate.flink.FragstateNative` (the contract is
+//! JNI exports of `io.fragstate.flink.jni.FragstateNative` (the contract is
 //! documented on that Java class). A thin adapter: one [`Node`] and one tokio
 //! runtime per process, writers and readers behind opaque handles, every
 //! error and every panic turned into a Java exception — nothing here may
@@ -47,9 +47,32 @@ impl From<jni::errors::Error> for Failure {
 
 type JResult<T> = std::result::Result<T, Failure>;
 
+/// Throws `io.fragstate.flink.jni.PlacementException` with the counts as
+/// fields, so that Java decides on the type, never on the message text.
+fn throw_placement(env: &mut JNIEnv, e: &Error) -> jni::errors::Result<()> {
+    let Error::InsufficientNodes { needed, k, m, usable, domains, .. } = e else {
+        unreachable!("throw_placement takes InsufficientNodes only")
+    };
+    let msg = env.new_string(e.to_string())?;
+    let int = |v: usize| JValue::Int(v.min(i32::MAX as usize) as i32);
+    let ex = env.new_object(
+        "io/fragstate/flink/jni/PlacementException",
+        "(Ljava/lang/String;IIIII)V",
+        &[JValue::Object(&msg), int(*needed), int(*k), int(*m), int(*usable), int(*domains)],
+    )?;
+    env.throw(jni::objects::JThrowable::from(ex))
+}
+
 fn throw(env: &mut JNIEnv, failure: Failure) {
     if env.exception_check().unwrap_or(false) {
         return; // a Java exception from a JNI call is already pending: keep it
+    }
+    if let Failure::Core(e @ Error::InsufficientNodes { .. }) = &failure {
+        if throw_placement(env, e).is_ok() {
+            return;
+        }
+        // The class is missing (an old jar?) or construction failed: fall back to an IOException.
+        let _ = env.exception_clear();
     }
     let (class, msg) = match failure {
         Failure::Core(e @ Error::NotFound { .. }) => ("java/io/FileNotFoundException", e.to_string()),
@@ -194,7 +217,7 @@ fn check_range(env: &JNIEnv, arr: &JByteArray, off: jint, len: jint) -> JResult<
 }
 
 // ---------------------------------------------------------------------------
-// Logging: tracing events go to SLF4J through io.fragstate.flink.NativeLog.
+// Logging: tracing events go to SLF4J through io.fragstate.flink.jni.NativeLog.
 
 struct JavaLogLayer {
     vm: JavaVM,
@@ -253,7 +276,7 @@ fn init_logging(env: &mut JNIEnv, level: &str) -> JResult<()> {
         .map_err(|e| Failure::Core(Error::invalid("log level", level, format!("error, warn, info, debug, trace or a tracing filter ({e})"))))?;
     LOGGING.get_or_try_init(|| -> JResult<()> {
         let vm = env.get_java_vm()?;
-        let layer = match env.find_class("io/fragstate/flink/NativeLog") {
+        let layer = match env.find_class("io/fragstate/flink/jni/NativeLog") {
             Ok(class) => Some(JavaLogLayer { vm, class: env.new_global_ref(class)? }),
             Err(_) => {
                 env.exception_clear()?;
@@ -274,10 +297,10 @@ fn init_logging(env: &mut JNIEnv, level: &str) -> JResult<()> {
 }
 
 // ---------------------------------------------------------------------------
-// Exports. Names follow the JNI convention for io.fragstate.flink.FragstateNative.
+// Exports. Names follow the JNI convention for io.fragstate.flink.jni.FragstateNative.
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_startNode<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, config: JString<'l>) {
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_startNode<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, config: JString<'l>) {
     guard(&mut env, (), |env| {
         let json = string(env, &config, "config")?;
         let config = NodeConfig::from_json(&json)?;
@@ -300,7 +323,12 @@ pub extern "system" fn Java_io_fragstate_flink_FragstateNative_startNode<'l>(mut
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_stopNode<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>) {
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_limits<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>) -> jstring {
+    guard(&mut env, std::ptr::null_mut(), |env| Ok(env.new_string(crate::node::limits_json())?.into_raw()))
+}
+
+#[no_mangle]
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_stopNode<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>) {
     guard(&mut env, (), |_| {
         let old = lock(&NODE).take();
         if old.is_some() {
@@ -316,12 +344,12 @@ pub extern "system" fn Java_io_fragstate_flink_FragstateNative_stopNode<'l>(mut 
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_nodeRunning<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>) -> jboolean {
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_nodeRunning<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>) -> jboolean {
     guard(&mut env, JNI_FALSE, |_| Ok(if lock(&NODE).is_some() { JNI_TRUE } else { JNI_FALSE }))
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_nodeStats<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>) -> jstring {
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_nodeStats<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>) -> jstring {
     guard(&mut env, std::ptr::null_mut(), |env| {
         let json = node()?.stats_json();
         Ok(env.new_string(json)?.into_raw())
@@ -329,7 +357,7 @@ pub extern "system" fn Java_io_fragstate_flink_FragstateNative_nodeStats<'l>(mut
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_awaitPlacement<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, timeout_ms: jlong) {
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_awaitPlacement<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, timeout_ms: jlong) {
     guard(&mut env, (), |_| {
         if timeout_ms < 0 {
             return Err(Failure::Core(Error::invalid("placement wait timeout (ms)", timeout_ms, "0 or more")));
@@ -341,7 +369,7 @@ pub extern "system" fn Java_io_fragstate_flink_FragstateNative_awaitPlacement<'l
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_createWriter<'l>(
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_createWriter<'l>(
     mut env: JNIEnv<'l>,
     _c: JClass<'l>,
     path: JString<'l>,
@@ -356,7 +384,7 @@ pub extern "system" fn Java_io_fragstate_flink_FragstateNative_createWriter<'l>(
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_write<'l>(
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_write<'l>(
     mut env: JNIEnv<'l>,
     _c: JClass<'l>,
     writer: jlong,
@@ -372,7 +400,7 @@ pub extern "system" fn Java_io_fragstate_flink_FragstateNative_write<'l>(
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_writeArray<'l>(
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_writeArray<'l>(
     mut env: JNIEnv<'l>,
     _c: JClass<'l>,
     writer: jlong,
@@ -392,7 +420,7 @@ pub extern "system" fn Java_io_fragstate_flink_FragstateNative_writeArray<'l>(
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_closeWriter<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, writer: jlong) {
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_closeWriter<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, writer: jlong) {
     guard(&mut env, (), |_| {
         let w = WRITERS.take(writer)?;
         runtime()?.block_on(w.close())?;
@@ -401,7 +429,7 @@ pub extern "system" fn Java_io_fragstate_flink_FragstateNative_closeWriter<'l>(m
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_abortWriter<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, writer: jlong) {
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_abortWriter<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, writer: jlong) {
     guard(&mut env, (), |_| {
         let w = WRITERS.take(writer)?;
         runtime()?.block_on(w.abort());
@@ -410,7 +438,7 @@ pub extern "system" fn Java_io_fragstate_flink_FragstateNative_abortWriter<'l>(m
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_openReader<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, path: JString<'l>) -> jlong {
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_openReader<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, path: JString<'l>) -> jlong {
     guard(&mut env, 0, |env| {
         let path = string(env, &path, "path")?;
         let node = node()?;
@@ -420,7 +448,7 @@ pub extern "system" fn Java_io_fragstate_flink_FragstateNative_openReader<'l>(mu
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_readerLength<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, reader: jlong) -> jlong {
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_readerLength<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, reader: jlong) -> jlong {
     guard(&mut env, 0, |_| READERS.with(reader, |r| Ok(r.len() as jlong)))
 }
 
@@ -444,7 +472,7 @@ fn read_into(reader: jlong, out: &mut [u8]) -> JResult<jint> {
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_read<'l>(
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_read<'l>(
     mut env: JNIEnv<'l>,
     _c: JClass<'l>,
     reader: jlong,
@@ -459,7 +487,7 @@ pub extern "system" fn Java_io_fragstate_flink_FragstateNative_read<'l>(
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_readArray<'l>(
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_readArray<'l>(
     mut env: JNIEnv<'l>,
     _c: JClass<'l>,
     reader: jlong,
@@ -480,7 +508,7 @@ pub extern "system" fn Java_io_fragstate_flink_FragstateNative_readArray<'l>(
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_seek<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, reader: jlong, pos: jlong) {
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_seek<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, reader: jlong, pos: jlong) {
     guard(&mut env, (), |_| {
         if pos < 0 {
             return Err(Failure::Arg(format!("seek position {pos} is negative")));
@@ -490,12 +518,12 @@ pub extern "system" fn Java_io_fragstate_flink_FragstateNative_seek<'l>(mut env:
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_position<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, reader: jlong) -> jlong {
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_position<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, reader: jlong) -> jlong {
     guard(&mut env, 0, |_| READERS.with(reader, |r| Ok(r.position() as jlong)))
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_closeReader<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, reader: jlong) {
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_closeReader<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, reader: jlong) {
     guard(&mut env, (), |_| {
         let r = READERS.take(reader)?;
         let _enter = runtime()?.enter();
@@ -505,7 +533,7 @@ pub extern "system" fn Java_io_fragstate_flink_FragstateNative_closeReader<'l>(m
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_stat<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, path: JString<'l>) -> jlongArray {
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_stat<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, path: JString<'l>) -> jlongArray {
     guard(&mut env, std::ptr::null_mut(), |env| {
         let path = string(env, &path, "path")?;
         let node = node()?;
@@ -522,7 +550,7 @@ pub extern "system" fn Java_io_fragstate_flink_FragstateNative_stat<'l>(mut env:
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_listStatus<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, dir: JString<'l>) -> jobjectArray {
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_listStatus<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, dir: JString<'l>) -> jobjectArray {
     guard(&mut env, std::ptr::null_mut(), |env| {
         let dir = string(env, &dir, "dir")?;
         let node = node()?;
@@ -550,7 +578,7 @@ pub extern "system" fn Java_io_fragstate_flink_FragstateNative_listStatus<'l>(mu
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_fragstate_flink_FragstateNative_delete<'l>(
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_delete<'l>(
     mut env: JNIEnv<'l>,
     _c: JClass<'l>,
     path: JString<'l>,

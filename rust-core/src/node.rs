@@ -15,6 +15,29 @@ use crate::params::{CodingParams, Compression, ZSTD_LEVELS};
 use crate::store::FragmentStore;
 use crate::{Client, ClientConfig};
 
+/// Nodes of an embedded mesh (besides: at least `k + m`).
+pub const LOCAL_MESH_NODES: std::ops::RangeInclusive<usize> = 1..=64;
+
+/// The bounds of every numeric [`NodeConfig`] field, as the JSON object the
+/// Flink plugin validates its options against (`FragstateNative.limits()`):
+/// `{"dataFragments": {"min": 1, "max": 32}, …}`. One source of truth: the
+/// Java side copies no bound.
+pub fn limits_json() -> String {
+    use crate::params::{MAX_CELL_SIZE, MAX_FRAGMENTS, MIN_CELL_SIZE};
+    let range = |min: u64, max: u64| serde_json::json!({ "min": min, "max": max });
+    serde_json::json!({
+        "dataFragments": range(1, MAX_FRAGMENTS as u64),
+        "parityFragments": range(0, MAX_FRAGMENTS as u64 - 1),
+        "totalFragments": range(1, MAX_FRAGMENTS as u64),
+        "cellSize": range(MIN_CELL_SIZE as u64, MAX_CELL_SIZE as u64),
+        "zstdLevel": range(*ZSTD_LEVELS.start() as u64, *ZSTD_LEVELS.end() as u64),
+        "localMeshNodes": range(*LOCAL_MESH_NODES.start() as u64, *LOCAL_MESH_NODES.end() as u64),
+        "readAhead": range(*crate::client::READ_AHEAD.start() as u64, *crate::client::READ_AHEAD.end() as u64),
+        "storeMemory": range(MIN_CELL_SIZE as u64, i64::MAX as u64),
+    })
+    .to_string()
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
@@ -95,6 +118,10 @@ impl NodeConfig {
     }
 
     pub fn client_config(&self) -> Result<ClientConfig> {
+        let min_memory = crate::params::MIN_CELL_SIZE as u64;
+        if self.store_memory < min_memory {
+            return Err(Error::invalid("store memory", self.store_memory, format!("at least {min_memory} bytes")));
+        }
         let params = self.coding_params()?;
         let cfg = ClientConfig { params, read_ahead: self.read_ahead, hedge: params.m().min(1), ..ClientConfig::default() };
         cfg.validate()?;
@@ -117,15 +144,16 @@ impl Node {
             Mode::Embedded => {
                 let n = config.local_mesh_nodes;
                 let needed = client_config.params.fragments();
+                let max = *LOCAL_MESH_NODES.end();
                 if n < needed {
                     return Err(Error::invalid(
                         "local mesh nodes",
                         n,
-                        format!("at least k + m = {needed} (one node per fragment), at most 64"),
+                        format!("at least k + m = {needed} (one node per fragment), at most {max}"),
                     ));
                 }
-                if n > 64 {
-                    return Err(Error::invalid("local mesh nodes", n, format!("{needed} ≤ nodes ≤ 64")));
+                if n > max {
+                    return Err(Error::invalid("local mesh nodes", n, format!("{needed} ≤ nodes ≤ {max}")));
                 }
                 let budget = config.store_memory / n as u64;
                 let stores = (0..n)
@@ -251,5 +279,43 @@ mod tests {
         assert!(e.contains("invalid compression = zstd:30") && e.contains("1 ≤ LEVEL ≤ 19"), "{e}");
         let e = Node::start(NodeConfig { local_mesh_nodes: 5, ..NodeConfig::default() }).err().unwrap().to_string();
         assert!(e.contains("invalid local mesh nodes = 5: allowed at least k + m = 6"), "{e}");
+        let e = Node::start(NodeConfig { local_mesh_nodes: 65, ..NodeConfig::default() }).err().unwrap().to_string();
+        assert!(e.contains("invalid local mesh nodes = 65: allowed 6 ≤ nodes ≤ 64"), "{e}");
+        let e = NodeConfig { store_memory: 4095, ..NodeConfig::default() }.client_config().unwrap_err().to_string();
+        assert!(e.contains("invalid store memory = 4095: allowed at least 4096 bytes"), "{e}");
+    }
+
+    #[test]
+    fn limits_are_the_bounds_the_config_checks() {
+        let limits: serde_json::Value = serde_json::from_str(&limits_json()).unwrap();
+        let bound = |name: &str, end: &str| limits[name][end].as_u64().unwrap_or_else(|| panic!("{name}.{end} in {limits}"));
+        let config = |k: u64, m: u64, cell: u64| NodeConfig {
+            data_fragments: k as usize,
+            parity_fragments: m as usize,
+            cell_size: cell,
+            local_mesh_nodes: 64,
+            ..NodeConfig::default()
+        };
+        let (k_max, m_max) = (bound("dataFragments", "max"), bound("parityFragments", "max"));
+        assert!(config(k_max, 0, 4096).coding_params().is_ok());
+        assert!(config(k_max + 1, 0, 4096).coding_params().is_err());
+        assert!(config(1, m_max, 4096).coding_params().is_ok());
+        assert!(config(1, m_max + 1, 4096).coding_params().is_err());
+        assert!(config(bound("dataFragments", "min") - 1, 0, 4096).coding_params().is_err());
+        assert_eq!(bound("totalFragments", "max"), k_max);
+        let (cell_min, cell_max) = (bound("cellSize", "min"), bound("cellSize", "max"));
+        assert!(config(4, 2, cell_min).coding_params().is_ok() && config(4, 2, cell_max).coding_params().is_ok());
+        assert!(config(4, 2, cell_min - 1).coding_params().is_err() && config(4, 2, cell_max + 1).coding_params().is_err());
+        for (level, ok) in [(bound("zstdLevel", "min"), true), (bound("zstdLevel", "max"), true), (bound("zstdLevel", "max") + 1, false)] {
+            assert_eq!(parse_compression(&format!("zstd:{level}")).is_ok(), ok, "zstd:{level}");
+        }
+        for (n, ok) in [(bound("readAhead", "min"), true), (bound("readAhead", "max"), true), (bound("readAhead", "max") + 1, false)] {
+            assert_eq!(NodeConfig { read_ahead: n as usize, ..NodeConfig::default() }.client_config().is_ok(), ok, "read-ahead {n}");
+        }
+        let mesh_max = bound("localMeshNodes", "max") as usize;
+        assert!(Node::start(NodeConfig { local_mesh_nodes: mesh_max + 1, ..NodeConfig::default() }).is_err());
+        let memory_min = bound("storeMemory", "min");
+        assert!(NodeConfig { store_memory: memory_min, ..NodeConfig::default() }.client_config().is_ok());
+        assert!(NodeConfig { store_memory: memory_min - 1, ..NodeConfig::default() }.client_config().is_err());
     }
 }

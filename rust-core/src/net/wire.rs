@@ -287,6 +287,7 @@ impl From<WireDeleteStats> for DeleteStats {
 
 /// What `stats` reports of one node.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NodeStats {
     pub node: String,
     pub role: String,

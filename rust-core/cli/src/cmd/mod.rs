@@ -1,0 +1,14 @@
+//! One module per subcommand of `fragstate`.
+
+pub(crate) mod bench_codec;
+pub(crate) mod bench_mesh;
+pub(crate) mod bench_net;
+pub(crate) mod debug_frame;
+pub(crate) mod get;
+pub(crate) mod inspect;
+pub(crate) mod keygen;
+pub(crate) mod ls;
+pub(crate) mod node;
+pub(crate) mod put;
+pub(crate) mod rm;
+pub(crate) mod stats;

@@ -1,0 +1,41 @@
+//! `fragstate stats`: per-node usage, degraded objects and bytes to repair.
+
+use fragstate_client::transport::Transport;
+use fragstate_core::Result;
+
+use crate::args::ClusterArgs;
+use crate::cluster::{connect, runtime};
+
+pub(crate) fn stats(args: ClusterArgs, json: bool) -> Result<()> {
+    runtime()?.block_on(async {
+        let node = connect(&args, args.wait_nodes.unwrap_or(1)).await?;
+        let r = async {
+            let mut all = Vec::new();
+            for n in node.live_nodes() {
+                match node.remote_stats(&n.id).await {
+                    Ok(s) => all.push(s),
+                    Err(e) => eprintln!("stats of {}: {e}", n.id),
+                }
+            }
+            all.sort_by(|a, b| a.node.cmp(&b.node));
+            let deg: u64 = all.iter().map(|s| s.objects_degraded).sum();
+            let rep: u64 = all.iter().map(|s| s.bytes_to_repair).sum();
+            for s in &all {
+                if json {
+                    println!("{s:?}");
+                } else {
+                    println!(
+                        "node={} domain={} live={} fragments={} bytes={} manifests={} degraded={} to_repair={} repaired={} repair_failures={} tombstone_deletes={} reclaimed={} violations={}",
+                        s.node, s.domain, s.live_storage_peers, s.fragments, s.bytes, s.manifests, s.objects_degraded, s.bytes_to_repair, s.objects_repaired,
+                        s.repair_failures, s.tombstone_deletes, s.reclaimed_fragments, s.protocol_violations
+                    );
+                }
+            }
+            println!("cluster: {} storage nodes live, objects degraded {deg}, bytes to repair {rep}", all.len());
+            Ok(())
+        }
+        .await;
+        node.shutdown().await;
+        r
+    })
+}

@@ -1,0 +1,79 @@
+//! How a network node runs: [`NetConfig`] and the protocol names.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use libp2p::identity::Keypair;
+use libp2p::pnet::PreSharedKey;
+use libp2p::{Multiaddr, StreamProtocol};
+
+use fragstate_store::FragmentStore;
+
+use crate::wire::Role;
+
+pub const FRAG_PROTOCOL: StreamProtocol = StreamProtocol::new("/fragstate/frag/1.0.0");
+pub(crate) const KAD_PROTOCOL: StreamProtocol = StreamProtocol::new("/fragstate/kad/1.0.0");
+pub(crate) const IDENTIFY_PROTOCOL: &str = "/fragstate/id/1.0.0";
+/// Tombstones carried in one hello (newest first).
+pub(crate) const MAX_TOMBSTONES_PER_HELLO: usize = 1000;
+
+/// How a node runs. [`NetConfig::new`] gives the defaults.
+#[derive(Clone)]
+pub struct NetConfig {
+    pub identity: Keypair,
+    pub listen: Vec<Multiaddr>,
+    pub bootstrap: Vec<Multiaddr>,
+    /// `None` only when the operator chose an open cluster explicitly.
+    pub cluster_key: Option<PreSharedKey>,
+    pub role: Role,
+    /// Failure-domain label (host name by default).
+    pub domain: String,
+    /// The node's fragments; required for storage nodes.
+    pub store: Option<Arc<FragmentStore>>,
+    /// A storage node lists itself among the live nodes (so that its own
+    /// client and repair can place fragments on it).
+    pub include_self: bool,
+    pub ping_interval: Duration,
+    pub ping_timeout: Duration,
+    /// Opening a stream, and each response or frame, must happen within this.
+    pub request_timeout: Duration,
+    /// Connections without traffic are closed after this (libp2p's default, 10 s, is too short).
+    pub idle_connection_timeout: Duration,
+    /// Hello refresh period (free bytes, tombstones).
+    pub hello_interval: Duration,
+    /// Where tombstones survive a restart (disk-backed nodes).
+    pub tombstone_file: Option<std::path::PathBuf>,
+    pub tombstone_ttl: Duration,
+    /// Answer the benchmark frames of `fragstate bench net` (off by default;
+    /// production nodes are built without the `bench` feature).
+    #[cfg(feature = "bench")]
+    pub serve_bench_frames: bool,
+}
+
+impl NetConfig {
+    pub fn new(identity: Keypair, role: Role, cluster_key: Option<PreSharedKey>) -> Self {
+        NetConfig {
+            identity,
+            listen: vec!["/ip4/127.0.0.1/tcp/0".parse().expect("valid multiaddr")],
+            bootstrap: Vec::new(),
+            cluster_key,
+            role,
+            domain: hostname(),
+            store: None,
+            include_self: true,
+            ping_interval: Duration::from_millis(300),
+            ping_timeout: Duration::from_millis(650),
+            request_timeout: Duration::from_secs(30),
+            idle_connection_timeout: Duration::from_secs(3600),
+            hello_interval: Duration::from_secs(2),
+            tombstone_file: None,
+            tombstone_ttl: Duration::from_secs(24 * 3600),
+            #[cfg(feature = "bench")]
+            serve_bench_frames: false,
+        }
+    }
+}
+
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "localhost".into())
+}

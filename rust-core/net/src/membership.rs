@@ -1,0 +1,135 @@
+//! Who is live: peers and their hellos (role, failure domain, free bytes,
+//! recent tombstones), exchanged on every new connection and every
+//! `hello_interval`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use libp2p::{PeerId};
+
+use fragstate_core::ids::{now_unix_ms, NodeId};
+use fragstate_core::placement::NodeInfo;
+
+use crate::config::MAX_TOMBSTONES_PER_HELLO;
+use crate::state::{lock, Inner};
+use crate::wire::{self, Hello, Kind, Role, Tombstone};
+
+impl Inner {
+    pub(crate) fn is_live_storage(&self, peer: &PeerId) -> bool {
+        lock(&self.peers).get(peer).is_some_and(|p| p.connections > 0 && p.hello.as_ref().is_some_and(|h| h.role == Role::Storage))
+    }
+
+    pub fn live(&self) -> Vec<NodeInfo> {
+        let mut v: Vec<NodeInfo> = lock(&self.peers)
+            .iter()
+            .filter(|(_, p)| p.connections > 0)
+            .filter_map(|(id, p)| {
+                let h = p.hello.as_ref()?;
+                (h.role == Role::Storage).then(|| NodeInfo { id: NodeId::from(id.to_base58()), domain: Arc::from(h.domain.as_str()), free_bytes: h.free_bytes })
+            })
+            .collect();
+        if self.cfg.role == Role::Storage && self.cfg.include_self {
+            if let Some(s) = &self.cfg.store {
+                v.push(NodeInfo { id: self.id.clone(), domain: Arc::from(self.cfg.domain.as_str()), free_bytes: s.usage().free_bytes() });
+            }
+        }
+        v
+    }
+
+    /// When `node` was last seen live (`None`: live now).
+    pub fn down_since(&self, node: &NodeId) -> Option<Instant> {
+        if node == &self.id {
+            return None;
+        }
+        let Ok(pid) = node.as_str().parse::<PeerId>() else { return Some(self.started) };
+        match lock(&self.peers).get(&pid) {
+            Some(p) if p.connections > 0 && p.hello.is_some() => None,
+            Some(p) => Some(p.left_at.unwrap_or(self.started)),
+            None => Some(self.started),
+        }
+    }
+
+    /// This node's hello. Tombstones: all of them (newest first, bounded) in
+    /// the first hello on a new connection, else only those of the last 10 s.
+    pub(crate) fn my_hello(&self, all_tombstones: bool) -> Hello {
+        let recent = now_unix_ms().saturating_sub(10_000);
+        let mut t: Vec<Tombstone> = lock(&self.tombstones).iter().filter(|t| all_tombstones || t.at_unix_ms >= recent).cloned().collect();
+        t.sort_by(|a, b| b.at_unix_ms.cmp(&a.at_unix_ms));
+        t.truncate(MAX_TOMBSTONES_PER_HELLO);
+        Hello {
+            protocol_version: wire::PROTOCOL_VERSION,
+            role: self.cfg.role,
+            domain: self.cfg.domain.clone(),
+            free_bytes: self.cfg.store.as_ref().map_or(0, |s| s.usage().free_bytes()),
+            tombstones: t,
+        }
+    }
+
+    pub(crate) fn record_hello(&self, peer: PeerId, hello: Hello) {
+        let tombs = hello.tombstones.clone();
+        let joined = {
+            let mut peers = lock(&self.peers);
+            let p = peers.entry(peer).or_default();
+            let joined = p.hello.is_none() && p.connections > 0;
+            let h = Hello { tombstones: Vec::new(), ..hello };
+            if joined {
+                tracing::info!(%peer, role = ?h.role, domain = %h.domain, free_bytes = h.free_bytes, "peer joined");
+            }
+            p.hello = Some(h);
+            joined
+        };
+        if joined {
+            self.membership.notify_waiters();
+        }
+        self.apply_tombstones(tombs);
+    }
+}
+
+pub(crate) async fn exchange_hello(inner: &Arc<Inner>, peer: PeerId, all_tombstones: bool) {
+    let node = NodeId::from(peer.to_base58());
+    let body = wire::encode(&inner.my_hello(all_tombstones));
+    match inner.request(&node, Kind::Hello, &body, &[]).await {
+        Ok(f) if f.kind == Kind::HelloReply => match wire::decode::<Hello>("hello", &f.body) {
+            Ok(h) => inner.record_hello(peer, h),
+            Err(e) => tracing::warn!(%peer, error = %e, "bad hello reply"),
+        },
+        Ok(f) => tracing::warn!(%peer, kind = ?f.kind, "unexpected hello reply"),
+        Err(e) => tracing::debug!(%peer, error = %e, "hello failed"),
+    }
+}
+
+pub(crate) async fn hello_task(inner: Arc<Inner>) {
+    let mut shutdown = inner.shutdown.subscribe();
+    let mut tick = tokio::time::interval(inner.cfg.hello_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => break,
+            _ = tick.tick() => {
+                let peers: Vec<PeerId> = lock(&inner.peers).iter().filter(|(_, p)| p.connections > 0).map(|(id, _)| *id).collect();
+                futures::future::join_all(peers.into_iter().map(|p| exchange_hello(&inner, p, false))).await;
+                inner.prune_tombstones();
+            }
+        }
+    }
+}
+
+pub(crate) fn peer_left(inner: &Inner, peer: PeerId, why: &str) {
+    let was_live = {
+        let mut peers = lock(&inner.peers);
+        let p = peers.entry(peer).or_default();
+        let was = p.hello.is_some();
+        if p.connections > 0 || p.hello.is_some() {
+            p.departures += 1;
+        }
+        p.connections = 0;
+        p.hello = None;
+        p.left_at = Some(Instant::now());
+        was
+    };
+    lock(&inner.pool).remove(&peer);
+    if was_live {
+        tracing::info!(%peer, reason = why, "peer left");
+        inner.membership.notify_waiters();
+    }
+}

@@ -1,0 +1,214 @@
+//! The server side of the fragment protocol: accepts streams, answers
+//! requests from the local store, receives fragment uploads.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{AsyncWriteExt, StreamExt};
+use libp2p::{PeerId, Stream};
+
+use fragstate_core::delete::DeleteTarget;
+use fragstate_core::error::{Error, Result};
+use fragstate_core::format::{self, CellFrame, FragmentHeader};
+use fragstate_core::ids::{FragmentKey, NodeId};
+
+use crate::membership::peer_left;
+use crate::state::{blocking, Cmd, Inner};
+use crate::wire::{self, Frame, GetCellReq, Hello, Kind, WireDelete, WireDeleteStats, WireError};
+
+pub(crate) async fn accept_task(inner: Arc<Inner>, mut incoming: libp2p_stream::IncomingStreams) {
+    let mut shutdown = inner.shutdown.subscribe();
+    let limit = Arc::new(tokio::sync::Semaphore::new(1024));
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => break,
+            next = incoming.next() => {
+                let Some((peer, stream)) = next else { break };
+                let Ok(permit) = limit.clone().try_acquire_owned() else {
+                    tracing::warn!(%peer, "too many open streams: refusing one");
+                    continue;
+                };
+                let inner = inner.clone();
+                let mut shutdown = inner.shutdown.subscribe();
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = shutdown.changed() => {}
+                        _ = serve_stream(&inner, peer, stream) => {}
+                    }
+                    drop(permit);
+                });
+            }
+        }
+    }
+}
+
+/// How long a server waits for the next request on an idle pooled stream.
+pub(crate) const IDLE_STREAM: Duration = Duration::from_secs(60);
+
+pub(crate) async fn serve_stream(inner: &Arc<Inner>, peer: PeerId, mut s: Stream) {
+    let node = NodeId::from(peer.to_base58());
+    loop {
+        let frame = match tokio::time::timeout(IDLE_STREAM, wire::read_frame(&mut s, None)).await {
+            Err(_) | Ok(Ok(None)) => break,
+            Ok(Ok(Some(f))) => f,
+            Ok(Err(e)) => {
+                violation_or_log(inner, peer, &e);
+                break;
+            }
+        };
+        if let Err(e) = serve_request(inner, peer, &node, &mut s, frame).await {
+            violation_or_log(inner, peer, &e);
+            break;
+        }
+    }
+    let _ = s.close().await;
+}
+
+pub(crate) fn violation_or_log(inner: &Inner, peer: PeerId, e: &Error) {
+    if wire::is_protocol_violation(e) {
+        inner.counters.protocol_violations.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(%peer, error = %e, "protocol violation: dropping the connection");
+        peer_left(inner, peer, "protocol violation");
+        let _ = inner.cmd.send(Cmd::Disconnect(peer));
+    } else {
+        tracing::debug!(%peer, error = %e, "stream ended");
+    }
+}
+
+pub(crate) async fn reply_err(s: &mut Stream, e: &Error) -> Result<()> {
+    wire::write_frame(s, Kind::Err, &wire::encode(&WireError::from_error(e)), &[]).await
+}
+
+pub(crate) async fn reply<T>(s: &mut Stream, r: Result<T>, ok: impl FnOnce(T) -> (Kind, Vec<u8>)) -> Result<()> {
+    match r {
+        Ok(v) => {
+            let (k, b) = ok(v);
+            wire::write_frame(s, k, &b, &[]).await
+        }
+        Err(e) => reply_err(s, &e).await,
+    }
+}
+
+/// Serves one request. An `Err` return ends the stream (and, for a protocol
+/// violation, the connection); errors of the operation itself are answered.
+pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, _node: &NodeId, s: &mut Stream, f: Frame) -> Result<()> {
+    match f.kind {
+        Kind::Hello => {
+            let h: Hello = wire::decode("hello", &f.body)?;
+            inner.record_hello(peer, h);
+            wire::write_frame(s, Kind::HelloReply, &wire::encode(&inner.my_hello(false)), &[]).await
+        }
+        Kind::OpenFragment => {
+            let header = format::decode_fragment_header(&f.body).map_err(|e| Error::format("frame body (fragment header)", e.to_string()))?;
+            let opened = inner.store().and_then(|st| blocking(|| st.begin_fragment(&header)));
+            let ok = opened.is_ok();
+            reply(s, opened, |_| (Kind::Ok, vec![])).await?;
+            if ok {
+                receive_fragment(inner, s, header).await?;
+            }
+            Ok(())
+        }
+        Kind::GetCell => {
+            let r: GetCellReq = wire::decode("get cell", &f.body)?;
+            let key = FragmentKey { path: Arc::from(r.path.as_str()), write_id: r.write_id, index: r.index };
+            let got = inner.store().and_then(|st| blocking(|| st.get_cell(&key, r.stripe)));
+            match got {
+                Ok(cell) => {
+                    let head = CellFrame { stripe: r.stripe, len: cell.len() as u32, checksum: 0 }.encode();
+                    wire::write_frame(s, Kind::CellData, &head, &cell).await
+                }
+                Err(e) => reply_err(s, &e).await,
+            }
+        }
+        Kind::PutManifest => {
+            let m = format::decode_manifest(&f.body).map_err(|e| Error::format("frame body (manifest)", e.to_string()))?;
+            let r = inner.store().and_then(|st| blocking(|| st.put_manifest(Arc::new(m))));
+            reply(s, r, |_| (Kind::Ok, vec![])).await
+        }
+        Kind::GetManifest => {
+            let path = std::str::from_utf8(&f.body).map_err(|_| Error::format("frame body (path)", "not UTF-8"))?;
+            match inner.store().map(|st| st.get_manifest(path)) {
+                Ok(Some(m)) => wire::write_frame(s, Kind::ManifestData, &format::encode_manifest(&m), &[]).await,
+                Ok(None) => wire::write_frame(s, Kind::NoManifest, &[], &[]).await,
+                Err(e) => reply_err(s, &e).await,
+            }
+        }
+        Kind::List => {
+            let prefix = std::str::from_utf8(&f.body).map_err(|_| Error::format("frame body (prefix)", "not UTF-8"))?;
+            let r = inner.store().map(|st| st.list(prefix));
+            reply(s, r, |v| (Kind::Listing, wire::encode(&v))).await
+        }
+        Kind::Delete => {
+            let t: WireDelete = wire::decode("delete", &f.body)?;
+            let target = DeleteTarget::from(t);
+            let r = blocking(|| inner.local_delete(&target));
+            reply(s, r, |st| (Kind::Deleted, wire::encode(&WireDeleteStats::from(st)))).await
+        }
+        Kind::Stat => wire::write_frame(s, Kind::Stats, &wire::encode(&inner.stats()), &[]).await,
+        #[cfg(feature = "bench")]
+        Kind::BenchSink | Kind::BenchSource if inner.cfg.serve_bench_frames => serve_bench(s, f).await,
+        other => Err(Error::format("frame", format!("{other:?} frame where a request was expected"))),
+    }
+}
+
+/// Receives the cells of one fragment until `Finish`; answers `Ok` once the
+/// fragment is durable, or the first error of the upload.
+pub(crate) async fn receive_fragment(inner: &Arc<Inner>, s: &mut Stream, header: FragmentHeader) -> Result<()> {
+    let key = header.key();
+    let cell_size = header.params.cell_size() as u32;
+    let store = inner.store()?.clone();
+    let mut failed: Option<Error> = None;
+    loop {
+        let f = match tokio::time::timeout(inner.cfg.request_timeout, wire::read_frame(s, Some(cell_size))).await {
+            Ok(Ok(Some(f))) => f,
+            Ok(Ok(None)) => return Err(Error::format("upload", "stream closed before Finish (writer gone)")),
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Err(Error::format("upload", "no frame within the request timeout")),
+        };
+        match f.kind {
+            Kind::Cell => {
+                let (frame, cell) = wire::split_cell("cell", f.body, cell_size)?;
+                if failed.is_none() {
+                    if let Err(e) = blocking(|| store.append_cell(&key, frame.stripe, frame.checksum, cell)) {
+                        tracing::warn!(path = %key.path, fragment = key.index, error = %e, "cell refused");
+                        failed = Some(e);
+                    }
+                }
+            }
+            Kind::Finish => {
+                let r = match failed {
+                    Some(e) => Err(e),
+                    None => blocking(|| store.finish_fragment(&key)),
+                };
+                return reply(s, r, |_| (Kind::Ok, vec![])).await;
+            }
+            other => return Err(Error::format("frame", format!("{other:?} frame inside a fragment upload"))),
+        }
+    }
+}
+
+/// Benchmark frames (`fragstate bench net`): a sink that acknowledges a
+/// payload, a source that sends the bytes asked for. Only in builds with
+/// the `bench` feature, and only on nodes started to serve them.
+#[cfg(feature = "bench")]
+async fn serve_bench(s: &mut Stream, f: Frame) -> Result<()> {
+    match f.kind {
+        Kind::BenchSink => {
+            // Benchmark: the body was the payload; acknowledge it.
+            wire::write_frame(s, Kind::Ok, &[], &[]).await
+        }
+        Kind::BenchSource => {
+            let n: u64 = wire::decode("bench source", &f.body)?;
+            let chunk = vec![0x5au8; 1 << 20];
+            let mut left = n;
+            while left > 0 {
+                let take = left.min(chunk.len() as u64) as usize;
+                wire::write_frame(s, Kind::CellData, &chunk[..take], &[]).await?;
+                left -= take as u64;
+            }
+            wire::write_frame(s, Kind::Ok, &[], &[]).await
+        }
+        _ => unreachable!("serve_bench takes bench frames only"),
+    }
+}

@@ -1,0 +1,108 @@
+//! The state a network node's tasks share ([`Inner`]): its configuration,
+//! peers, stream pool, tombstones, counters and the shutdown signal. The
+//! modules above add behaviour to it (`membership`, `tombstones`, `pool`)
+//! or run on it (`swarm`, `server`); [`crate::node::NetNode`] owns it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use fragstate_core::error::{Error, Result};
+use fragstate_core::ids::NodeId;
+use fragstate_store::FragmentStore;
+use libp2p::{Multiaddr, PeerId, Stream};
+use tokio::sync::{mpsc, watch, Notify};
+
+use crate::config::NetConfig;
+use crate::wire::{Hello, NodeStats, Tombstone};
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub objects_degraded: AtomicU64,
+    pub bytes_to_repair: AtomicU64,
+    pub objects_repaired: AtomicU64,
+    pub fragments_repaired: AtomicU64,
+    pub repair_failures: AtomicU64,
+    pub tombstone_deletes: AtomicU64,
+    pub reclaimed_fragments: AtomicU64,
+    pub protocol_violations: AtomicU64,
+}
+
+pub(crate) struct Inner {
+    pub id: NodeId,
+    pub peer_id: PeerId,
+    pub cfg: NetConfig,
+    pub(crate) control: libp2p_stream::Control,
+    pub(crate) peers: Mutex<HashMap<PeerId, Peer>>,
+    pub(crate) pool: Mutex<HashMap<PeerId, Vec<(Stream, Instant)>>>,
+    pub(crate) cmd: mpsc::UnboundedSender<Cmd>,
+    pub(crate) listen_addrs: Mutex<Vec<Multiaddr>>,
+    pub(crate) tombstones: Mutex<HashSet<Tombstone>>,
+    pub(crate) membership: Notify,
+    pub counters: Counters,
+    pub(crate) started: Instant,
+    pub(crate) shutdown: watch::Sender<bool>,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[derive(Default)]
+pub(crate) struct Peer {
+    pub(crate) connections: usize,
+    pub(crate) hello: Option<Hello>,
+    /// Set when the last connection closed.
+    pub(crate) left_at: Option<Instant>,
+    /// Times the peer went from connected to not connected.
+    pub(crate) departures: u64,
+}
+
+pub(crate) enum Cmd {
+    Disconnect(PeerId),
+}
+
+impl Inner {
+    pub(crate) fn stats(&self) -> NodeStats {
+        let u = self.cfg.store.as_ref().map(|s| s.usage()).unwrap_or_default();
+        let c = &self.counters;
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        NodeStats {
+            node: self.id.to_string(),
+            role: format!("{:?}", self.cfg.role).to_lowercase(),
+            domain: self.cfg.domain.clone(),
+            fragments: u.fragments,
+            cells: u.cells,
+            bytes: u.bytes,
+            manifests: u.manifests,
+            budget: u.budget,
+            live_storage_peers: self.live().len() as u64,
+            objects_degraded: g(&c.objects_degraded),
+            bytes_to_repair: g(&c.bytes_to_repair),
+            objects_repaired: g(&c.objects_repaired),
+            fragments_repaired: g(&c.fragments_repaired),
+            repair_failures: g(&c.repair_failures),
+            tombstones: lock(&self.tombstones).len() as u64,
+            tombstone_deletes: g(&c.tombstone_deletes),
+            reclaimed_fragments: g(&c.reclaimed_fragments),
+            protocol_violations: g(&c.protocol_violations),
+            uptime_secs: self.started.elapsed().as_secs(),
+        }
+    }
+
+    pub(crate) fn store(&self) -> Result<&Arc<FragmentStore>> {
+        self.cfg.store.as_ref().ok_or_else(|| Error::NodeUnavailable {
+            node: self.id.clone(),
+            reason: "this is a client node: it holds no fragments".into(),
+        })
+    }
+}
+
+/// Runs a store call that may touch the disk without stalling the runtime.
+pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}

@@ -1,0 +1,158 @@
+//! [`Transport`] for [`NetNode`]: what `fragstate-client` runs over. Calls
+//! for the node itself go straight to its store.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use libp2p::{PeerId, Stream};
+
+use fragstate_client::transport::{FragmentSink, Transport};
+use fragstate_core::delete::{DeleteStats, DeleteTarget};
+use fragstate_core::error::{Error, Result};
+use fragstate_core::format::{self, CellFrame, FragmentHeader, Manifest, ObjectSummary};
+use fragstate_core::ids::{FragmentKey, NodeId};
+use fragstate_core::placement::NodeInfo;
+use fragstate_store::FragmentStore;
+
+use crate::node::NetNode;
+use crate::pool::{expect_kind, node_fault};
+use crate::state::{blocking, Inner};
+use crate::wire::{self, GetCellReq, Kind, WireDelete, WireDeleteStats};
+
+pub(crate) struct LocalSink {
+    store: Arc<FragmentStore>,
+    key: FragmentKey,
+}
+
+#[async_trait]
+impl FragmentSink for LocalSink {
+    async fn put_cell(&mut self, stripe: u32, checksum: u64, cell: Bytes) -> Result<()> {
+        blocking(|| self.store.append_cell(&self.key, stripe, checksum, cell))
+    }
+
+    async fn finish(&mut self) -> Result<()> {
+        blocking(|| self.store.finish_fragment(&self.key))
+    }
+}
+
+pub(crate) struct NetSink {
+    inner: Arc<Inner>,
+    node: NodeId,
+    peer: PeerId,
+    stream: Option<Stream>,
+}
+
+#[async_trait]
+impl FragmentSink for NetSink {
+    async fn put_cell(&mut self, stripe: u32, checksum: u64, cell: Bytes) -> Result<()> {
+        let s = self.stream.as_mut().ok_or_else(|| node_fault(&self.node, "upload stream already failed"))?;
+        let head = CellFrame { stripe, len: cell.len() as u32, checksum }.encode();
+        let r = self.inner.timed(&self.node, wire::write_frame(s, Kind::Cell, &head, &cell)).await;
+        r.map_err(|e| {
+            self.stream = None;
+            if matches!(e, Error::Io { .. }) { node_fault(&self.node, e) } else { e }
+        })
+    }
+
+    async fn finish(&mut self) -> Result<()> {
+        let mut s = self.stream.take().ok_or_else(|| node_fault(&self.node, "upload stream already failed"))?;
+        self.inner
+            .timed(&self.node, wire::write_frame(&mut s, Kind::Finish, &[], &[]))
+            .await
+            .map_err(|e| node_fault(&self.node, e))?;
+        let f = self.inner.response(&self.node, &mut s).await?;
+        expect_kind(&self.node, &f, Kind::Ok)?;
+        self.inner.put_back(self.peer, s);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Transport for NetNode {
+    fn live_nodes(&self) -> Vec<NodeInfo> {
+        self.inner.live()
+    }
+
+    async fn open_fragment(&self, node: &NodeId, header: FragmentHeader) -> Result<Box<dyn FragmentSink>> {
+        let inner = &self.inner;
+        if node == &inner.id {
+            let store = inner.store()?.clone();
+            blocking(|| store.begin_fragment(&header))?;
+            return Ok(Box::new(LocalSink { store, key: header.key() }));
+        }
+        if !inner.is_live_storage(&inner.peer_of(node)?) {
+            return Err(node_fault(node, "not a live storage node"));
+        }
+        let (f, peer, s) = inner.exchange(node, Kind::OpenFragment, &format::encode_fragment_header(&header), &[]).await?;
+        expect_kind(node, &f, Kind::Ok)?;
+        Ok(Box::new(NetSink { inner: inner.clone(), node: node.clone(), peer, stream: Some(s) }))
+    }
+
+    async fn get_cell(&self, node: &NodeId, key: &FragmentKey, stripe: u32) -> Result<Bytes> {
+        let inner = &self.inner;
+        if node == &inner.id {
+            let store = inner.store()?;
+            return blocking(|| store.get_cell(key, stripe));
+        }
+        let req = GetCellReq { path: key.path.to_string(), write_id: key.write_id, index: key.index, stripe };
+        let f = inner.request(node, Kind::GetCell, &wire::encode(&req), &[]).await?;
+        expect_kind(node, &f, Kind::CellData)?;
+        let (frame, cell) = wire::split_cell("cell data", f.body, fragstate_core::params::MAX_CELL_SIZE).map_err(|e| node_fault(node, e))?;
+        if frame.stripe != stripe {
+            return Err(node_fault(node, format!("asked for stripe {stripe}, got stripe {}", frame.stripe)));
+        }
+        Ok(cell)
+    }
+
+    async fn put_manifest(&self, node: &NodeId, manifest: Arc<Manifest>) -> Result<()> {
+        let inner = &self.inner;
+        if node == &inner.id {
+            let store = inner.store()?;
+            return blocking(|| store.put_manifest(manifest));
+        }
+        let f = inner.request(node, Kind::PutManifest, &format::encode_manifest(&manifest), &[]).await?;
+        expect_kind(node, &f, Kind::Ok)
+    }
+
+    async fn get_manifest(&self, node: &NodeId, path: &str) -> Result<Option<Arc<Manifest>>> {
+        let inner = &self.inner;
+        if node == &inner.id {
+            return Ok(inner.store()?.get_manifest(path));
+        }
+        let f = inner.request(node, Kind::GetManifest, path.as_bytes(), &[]).await?;
+        match f.kind {
+            Kind::NoManifest => Ok(None),
+            Kind::ManifestData => {
+                let m = format::decode_manifest(&f.body).map_err(|e| node_fault(node, e))?;
+                if m.path != path {
+                    return Err(node_fault(node, format!("asked for the manifest of {path}, got {}", m.path)));
+                }
+                Ok(Some(Arc::new(m)))
+            }
+            other => Err(node_fault(node, format!("protocol error: unexpected {other:?} frame"))),
+        }
+    }
+
+    async fn list(&self, node: &NodeId, prefix: &str) -> Result<Vec<ObjectSummary>> {
+        let inner = &self.inner;
+        if node == &inner.id {
+            return Ok(inner.store()?.list(prefix));
+        }
+        let f = inner.request(node, Kind::List, prefix.as_bytes(), &[]).await?;
+        expect_kind(node, &f, Kind::Listing)?;
+        wire::decode("listing", &f.body).map_err(|e| node_fault(node, e))
+    }
+
+    async fn delete(&self, node: &NodeId, target: &DeleteTarget) -> Result<DeleteStats> {
+        let inner = &self.inner;
+        if node == &inner.id {
+            return blocking(|| inner.local_delete(target));
+        }
+        let f = inner.request(node, Kind::Delete, &wire::encode(&WireDelete::from(target)), &[]).await?;
+        expect_kind(node, &f, Kind::Deleted)?;
+        let st: WireDeleteStats = wire::decode("delete stats", &f.body).map_err(|e| node_fault(node, e))?;
+        Ok(st.into())
+    }
+}

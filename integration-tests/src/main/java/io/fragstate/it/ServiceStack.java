@@ -138,7 +138,7 @@ final class ServiceStack implements AutoCloseable {
         startFlink();
     }
 
-    Path fragstateBinary() {
+    private Path fragstateBinary() {
         String profile = System.getProperty("fragstate.cargoProfile", "release");
         return Path.of(System.getProperty("fragstate.bin", repo.resolve("target/" + profile + "/fragstate").toString()));
     }
@@ -245,7 +245,7 @@ final class ServiceStack implements AutoCloseable {
         Shell.run(repo, Map.of(), Duration.ofSeconds(10), kill);
     }
 
-    static int freePort() throws IOException {
+    private static int freePort() throws IOException {
         try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             return s.getLocalPort();
         }

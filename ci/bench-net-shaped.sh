@@ -7,6 +7,10 @@
 #   ci/bench-net-shaped.sh [rate, default 200mbit] [object size MiB, default 100]
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=lib/common.sh
+source ci/lib/common.sh
+need ip "iproute2 (apt-get install iproute2); run as root"
+need tc "iproute2 (apt-get install iproute2); run as root"
 RATE=${1:-200mbit}
 MIB=${2:-100}
 NODES=6
@@ -49,7 +53,7 @@ for mode in key open; do
     ip netns exec "$P-$i" "$B" node --listen "/ip4/10.77.0.$((i + 10))/tcp/7710" --memory 4GiB "${SEC[@]}" \
       --domain "n$i" --repair-rate 0 $([ "$i" -gt 1 ] && echo --bootstrap $BOOT) >"$T/n$i.out" 2>"$T/n$i.err" &
     echo $! >>"$T/pids"; echo $! >>"$T/node-pids"
-    for _ in $(seq 100); do grep -q LISTEN "$T/n$i.out" && break; sleep 0.05; done
+    wait_until 5 $! grep -q LISTEN "$T/n$i.out" || die "node n$i printed no LISTEN line within 5 s: $(tail -n 3 "$T/n$i.err")"
   done
   run() { ip netns exec "$P-0" "$B" "$@" --bootstrap $BOOT "${SEC[@]}" --wait-nodes $NODES; }
   echo "[$mode: $([ $mode = key ] && echo 'pnet + noise + yamux' || echo 'noise + yamux, no cluster key')]"

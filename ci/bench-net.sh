@@ -7,6 +7,9 @@
 #   ci/bench-net.sh [object size, default 1GiB]   (FRAGSTATE_BIN=… to use a built binary)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=lib/common.sh
+source ci/lib/common.sh
+need python3 "it computes sizes and times"
 SIZE=${1:-1GiB}
 # FRAGSTATE_BIN=path skips the release build (e.g. target/ci/fragstate).
 if [ -n "${FRAGSTATE_BIN:-}" ]; then
@@ -21,9 +24,9 @@ cleanup() { for p in $(cat "$T/pids"); do kill -CONT "$p" 2>/dev/null; kill "$p"
 trap cleanup EXIT
 $B keygen "$T/key" >/dev/null
 
-echo "==> bench net, 200 MiB object, 6 storage processes"
+step "bench net, 200 MiB object, 6 storage processes"
 $B bench net --size 200MiB --raw-size 512MiB --with-insecure 2>/dev/null
-echo "==> bench net, $SIZE object"
+step "bench net, $SIZE object"
 $B bench net --size "$SIZE" --raw-size "$SIZE" --with-insecure 2>/dev/null
 
 n=0
@@ -32,12 +35,12 @@ start() { # start NAME [bootstrap] [extra args…]
   FRAGSTATE_LOG=info $B node --listen /ip4/127.0.0.1/tcp/0 --memory 4GiB --key-file "$T/key" --domain "$name" \
     ${boot:+--bootstrap "$boot"} "$@" >"$T/$name.out" 2>"$T/$name.err" &
   echo $! >>"$T/pids"; echo $! >"$T/$name.pid"
-  for _ in $(seq 100); do grep -q LISTEN "$T/$name.out" && break; sleep 0.05; done
+  wait_until 5 $! grep -q LISTEN "$T/$name.out" || die "node $name printed no LISTEN line within 5 s: $(tail -n 3 "$T/$name.err")"
 }
 peer() { grep PEER "$T/$1.out" | cut -d' ' -f2; }
 now() { date +%s.%N; }
 
-echo "==> failure detection (3 nodes): time until the others drop a killed / frozen peer"
+step "failure detection (3 nodes): time until the others drop a killed / frozen peer"
 start d0; A=$(grep LISTEN "$T/d0.out" | cut -d' ' -f2); start d1 "$A"; start d2 "$A"; sleep 2
 for sig in KILL STOP; do
   v=$([ $sig = KILL ] && echo d1 || echo d2); P=$(peer $v); t0=$(now); kill -$sig "$(cat "$T/$v.pid")"
@@ -46,7 +49,7 @@ for sig in KILL STOP; do
 done
 kill -CONT "$(cat "$T/d2.pid")"; kill "$(cat "$T/d0.pid")" "$(cat "$T/d2.pid")" 2>/dev/null
 
-echo "==> repair: 7 nodes, one holder of a $SIZE object killed (repair after 1 s, rate limit raised)"
+step "repair: 7 nodes, one holder of a $SIZE object killed (repair after 1 s, rate limit raised)"
 start r0 "" --repair-after 1 --repair-rate 8GiB; A=$(grep LISTEN "$T/r0.out" | cut -d' ' -f2)
 for i in 1 2 3 4 5 6; do start r$i "$A" --repair-after 1 --repair-rate 8GiB; done
 head -c "$(python3 -c "import sys; s='$SIZE'; print(int(s[:-3])*2**30 if s.endswith('GiB') else int(s[:-3])*2**20)")" /dev/urandom >"$T/in.bin"

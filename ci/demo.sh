@@ -18,16 +18,24 @@
 #   ci/demo.sh --scenario d    # stop the whole cluster (disk-backed fragment stores), start it, resume
 #   ci/demo.sh --scenario e    # stop with a savepoint in fragstate, resume at parallelism 3
 #   ci/demo.sh --scenario h    # the same job with plain Flink (hashmap + file://), for comparison
+#   ci/demo.sh --help          # this text; every other argument goes to the harness (RunScenario)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for tool in cargo mvn java; do
-  command -v "$tool" >/dev/null 2>&1 || { echo "ci/demo.sh: '$tool' not found on PATH (Rust via rustup, Maven and a Java 17 JDK are needed)" >&2; exit 1; }
-done
+# shellcheck source=lib/common.sh
+source ci/lib/common.sh
 
-echo "==> building the Rust core, the fragstate plugin jar, the job, the generator and the harness"
+case "${1:-}" in
+  -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+esac
+
+need cargo "install Rust (https://rustup.rs)"
+need mvn "install Maven (apt-get install maven)"
+need java "install a Java 17 JDK"
+
+step "building the Rust core, the fragstate plugin jar, the job, the generator and the harness"
 mvn -B -ntp -q package -DskipTests
 
 args=("$@")
 [ ${#args[@]} -eq 0 ] && args=(--scenario a)
-echo "==> running: ${args[*]}"
-exec java -jar integration-tests/target/integration-tests-0.1.0-SNAPSHOT-all.jar --repo . "${args[@]}"
+step "running: ${args[*]}"
+exec java -jar "integration-tests/target/integration-tests-$(project_version)-all.jar" --repo . "${args[@]}"

@@ -3,14 +3,8 @@
 # every test tier that fits CI's time budget.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-step() { printf '\n==> %s\n' "$*"; }
-need() {
-  command -v "$1" >/dev/null 2>&1 || {
-    echo "ci/test.sh: '$1' not found on PATH; $2" >&2
-    exit 1
-  }
-}
+# shellcheck source=lib/common.sh
+source ci/lib/common.sh
 
 need cargo "install Rust (https://rustup.rs) — the machine image normally has it"
 

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Shared helpers for the ci/lib scripts: repo root, the one cache directory,
-# logging, port helpers. Source it; it defines functions and variables only.
+# Shared helpers for every script under ci/: repo root, the one cache directory, the project
+# version, messages (step/log/die/need), port and polling helpers, pid helpers. Source it; it
+# defines functions and variables only.
 
 FRAGSTATE_REPO="${FRAGSTATE_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 FRAGSTATE_CACHE="${FRAGSTATE_CACHE:-$FRAGSTATE_REPO/.cache}"
@@ -9,11 +10,28 @@ FRAGSTATE_CACHE="${FRAGSTATE_CACHE:-$FRAGSTATE_REPO/.cache}"
 FLINK_VERSION="${FLINK_VERSION:-2.2.1}"
 KAFKA_VERSION="${KAFKA_VERSION:-4.2.0}"
 
+# step MESSAGE: a heading on stdout, for the phases of a driver script.
+step() { printf '\n==> %s\n' "$*"; }
+# log MESSAGE: a time-stamped line on stderr (stdout of the ci/lib scripts is their result).
 log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
-die() { printf 'ERROR: %s\n' "$*" >&2; exit 1; }
+# die MESSAGE: the error, naming the script, on stderr; exit 1.
+die() { printf 'ERROR: %s: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 
-need_cmd() {
+# need COMMAND HINT: die naming COMMAND and what to do (HINT) when it is not on PATH.
+need() {
   command -v "$1" >/dev/null 2>&1 || die "'$1' not found on PATH ($2)"
+}
+
+# project_version: the Maven project version, i.e. <version> of the root pom.xml (the one place
+# it is written; the modules' <parent> blocks repeat it because Maven requires that). Read with
+# sed rather than `mvn help:evaluate` (seconds per call, a plugin download) or a glob over
+# target/*.jar (a stale jar of an older version would match as well).
+project_version() {
+  local v
+  v="$(sed -n '/<artifactId>fragstate-parent<\/artifactId>/,/<\/version>/s:.*<version>\(.*\)</version>.*:\1:p' \
+    "$FRAGSTATE_REPO/pom.xml")"
+  [ -n "$v" ] || die "cannot read the project <version> from $FRAGSTATE_REPO/pom.xml"
+  printf '%s\n' "$v"
 }
 
 # free_port: print a TCP port on 127.0.0.1 that nothing listens on right now.
@@ -26,18 +44,33 @@ port_open() {
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-# wait_port PORT SECONDS WHAT [PID]: wait until PORT accepts connections;
-# fails early when PID (the process that should open it) has died.
-wait_port() {
-  local port=$1 secs=$2 what=$3 pid=${4:-} i
+# wait_until SECONDS PID COMMAND...: run COMMAND every 0.2 s until it succeeds. Returns 0 then,
+# 1 when SECONDS have passed, 2 when PID (the process that should get there; "" for none) has
+# exited first. The caller says what failed; the one polling loop of the scripts.
+wait_until() {
+  local secs=$1 pid=$2 i
+  shift 2
   for ((i = 0; i < secs * 5; i++)); do
-    port_open "$port" && return 0
+    "$@" && return 0
     if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
-      die "$what (pid $pid) exited before it opened port $port"
+      return 2
     fi
     sleep 0.2
   done
-  die "$what did not open port $port within ${secs}s"
+  return 1
+}
+
+# wait_port PORT SECONDS WHAT [PID]: wait until PORT on 127.0.0.1 accepts connections (LISTEN);
+# dies when it does not within SECONDS, or earlier when PID (the process that should open it)
+# has died.
+wait_port() {
+  local port=$1 secs=$2 what=$3 pid=${4:-} rc=0
+  wait_until "$secs" "$pid" port_open "$port" || rc=$?
+  case $rc in
+    0) return 0 ;;
+    2) die "$what (pid $pid) exited before it opened port $port" ;;
+    *) die "$what did not open port $port within ${secs}s" ;;
+  esac
 }
 
 # pid_matches PID MARKER: true when PID is alive and its command line contains MARKER
@@ -47,20 +80,17 @@ pid_matches() {
   tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF -- "$2"
 }
 
+# pid_gone PID: true when no process PID exists (any more).
+pid_gone() { ! kill -0 "$1" 2>/dev/null; }
+
 # stop_pid PID WHAT [GRACE_SECONDS]: TERM, wait, then KILL; waits until gone.
 stop_pid() {
-  local pid=$1 what=$2 grace=${3:-15} i
-  kill -0 "$pid" 2>/dev/null || return 0
+  local pid=$1 what=$2 grace=${3:-15}
+  pid_gone "$pid" && return 0
   kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < grace * 5; i++)); do
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.2
-  done
+  wait_until "$grace" "" pid_gone "$pid" && return 0
   log "$what (pid $pid) ignored TERM for ${grace}s; sending KILL"
   kill -KILL "$pid" 2>/dev/null || true
-  for ((i = 0; i < 50; i++)); do
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.1
-  done
+  wait_until 5 "" pid_gone "$pid" && return 0
   log "WARNING: $what (pid $pid) still alive after KILL"
 }

@@ -16,7 +16,7 @@ if [ -x "$home/bin/jobmanager.sh" ] && [ -f "$dest/.complete" ]; then
   exit 0
 fi
 
-need_cmd python3 "needed to download and unpack the Flink wheels"
+need python3 "needed to download and unpack the Flink wheels"
 python3 -m pip --version >/dev/null 2>&1 || die "python3 -m pip is not available (needed to download Flink $FLINK_VERSION from PyPI)"
 
 mkdir -p "$FRAGSTATE_CACHE" || die "cannot create the cache directory $FRAGSTATE_CACHE"

@@ -14,8 +14,8 @@ if [ -f "$dest/.complete" ] && ls "$dest"/libs/kafka_2.13-*.jar >/dev/null 2>&1;
   echo "$dest"
   exit 0
 fi
-need_cmd mvn "needed to resolve the Kafka broker jars from Maven Central"
-need_cmd java "needed to run the Kafka broker"
+need mvn "needed to resolve the Kafka broker jars from Maven Central"
+need java "needed to run the Kafka broker"
 
 mkdir -p "$FRAGSTATE_CACHE" || die "cannot create the cache directory $FRAGSTATE_CACHE"
 tmp="$(mktemp -d "$FRAGSTATE_CACHE/.kafka-dl.XXXXXX")"

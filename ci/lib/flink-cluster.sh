@@ -140,6 +140,9 @@ with urllib.request.urlopen(sys.argv[1], timeout=5) as r:
 PY
 }
 
+# tms_registered N: true when at least N TaskManagers are registered with the JobManager.
+tms_registered() { [ "$(registered_tms)" -ge "$1" ]; }
+
 start() {
   local n="$1" i jm_pid port starter
   [ -n "$n" ] || usage
@@ -162,11 +165,8 @@ start() {
   for starter in "${starters[@]}"; do wait "$starter" || failed=1; done
   [ "$failed" = 0 ] || die "not every TaskManager started (see $run/log)"
   wait_port "$port" 120 "JobManager REST endpoint (logs: $run/log)" "$jm_pid"
-  for ((i = 0; i < 600; i++)); do
-    [ "$(registered_tms)" -ge "$n" ] && break
-    sleep 0.2
-  done
-  [ "$(registered_tms)" -ge "$n" ] || die "only $(registered_tms) of $n TaskManagers registered within 120 s (see $run/log)"
+  wait_until 120 "" tms_registered "$n" \
+    || die "only $(registered_tms) of $n TaskManagers registered within 120 s (see $run/log)"
   trap - EXIT
   log "Flink cluster up: $(rest_url) with $n TaskManagers"
 }

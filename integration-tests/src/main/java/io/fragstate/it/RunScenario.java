@@ -15,7 +15,7 @@ import java.util.Set;
  * the committed output equals the reference computation.
  *
  * <pre>
- * java -jar integration-tests/target/integration-tests-0.1.0-SNAPSHOT-all.jar
+ * java -jar integration-tests/target/integration-tests-&lt;version&gt;-all.jar
  *     [--scenario h|plain-d|plain-e|a|b|c|d|e|f] [--repo .] [--job-jar PATH]
  *     [--config key=value]... [--config-file FILE] [--lib-jar JAR]...
  *     [--kill N] [--during-checkpoint] [--id NAME] [--scale 0.2] [--duration-s 90] [--speedup 1.5] [--seed 42]
@@ -45,8 +45,7 @@ public final class RunScenario {
         if (!Files.isRegularFile(repo.resolve("ci/lib/flink-cluster.sh"))) {
             throw new IllegalArgumentException(repo + " is not the fragstate repository (no ci/lib/flink-cluster.sh); pass --repo");
         }
-        Path jobJar = Path.of(a.get("job-jar",
-                repo.resolve("flink-examples/traffic-monitoring/target/traffic-monitoring-0.1.0-SNAPSHOT.jar").toString()));
+        Path jobJar = a.has("job-jar") ? Path.of(a.get("job-jar", "")) : Artifacts.jobJar(repo);
 
         Scenario base;
         switch (a.get("scenario", "h")) {

@@ -126,12 +126,6 @@ public record Scenario(String id, String description, Map<String, String> flinkC
                 plainFlinkConfig(), List.of(), 4, 4, 2_000, defaultSimulation(), Disruption.savepointAndRescale(3));
     }
 
-    /** The fragstate plugin jar built by java-bridge (override: -Dfragstate.plugin.jar). */
-    public static Path pluginJar(Path repo) {
-        return Path.of(System.getProperty("fragstate.plugin.jar",
-                repo.resolve("java-bridge/target/fragstate-flink-0.1.0-SNAPSHOT.jar").toString()));
-    }
-
     /**
      * The fragstate settings of the cluster-mode scenarios: the plugin as state backend (HashMap
      * working state), networked nodes, RS(2,2) and one failure domain per process. Key file,
@@ -165,7 +159,7 @@ public record Scenario(String id, String description, Map<String, String> flinkC
      */
     private static Scenario fragstateScenario(String id, String description, Map<String, String> config, Path repo,
             Disruption disruption) {
-        return new Scenario(id, description, config, List.of(pluginJar(repo)), 4, 4, 2_000, defaultSimulation(), disruption, 2);
+        return new Scenario(id, description, config, List.of(Artifacts.pluginJar(repo)), 4, 4, 2_000, defaultSimulation(), disruption, 2);
     }
 
     /** Replaced by the run's directory in a scenario's Flink config values. */

@@ -31,7 +31,7 @@ class FragstateClusterRecoveryIT {
 
     @BeforeAll
     static void pluginBuilt() {
-        assertThat(Scenario.pluginJar(REPO)).as("plugin jar (built by java-bridge)").exists();
+        assertThat(Artifacts.pluginJar(REPO)).as("plugin jar (built by java-bridge)").exists();
     }
 
     private static ScenarioRunner.Result run(Scenario s) throws Exception {

@@ -7,8 +7,7 @@ import java.nio.file.Path;
 /** Running a scenario from a test, and the checks every scenario with a recovery shares. */
 final class ScenarioChecks {
     static final Path REPO = Path.of(System.getProperty("fragstate.repo", "..")).toAbsolutePath().normalize();
-    static final Path JOB_JAR = Path.of(System.getProperty("fragstate.job.jar",
-            "../flink-examples/traffic-monitoring/target/traffic-monitoring-0.1.0-SNAPSHOT.jar"));
+    static final Path JOB_JAR = Artifacts.jobJar(REPO);
 
     private ScenarioChecks() {}
 

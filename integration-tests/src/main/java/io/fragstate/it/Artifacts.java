@@ -1,0 +1,50 @@
+package io.fragstate.it;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.util.Properties;
+
+/**
+ * The build outputs the harness runs: the Traffic Monitoring job jar and the fragstate plugin jar.
+ * Each comes from a system property (the failsafe configuration in {@code integration-tests/pom.xml}
+ * sets both from the Maven project version) or else from its place under {@code repo}, named with
+ * the project version that Maven wrote into {@code project.properties} when it built the harness.
+ */
+final class Artifacts {
+    private Artifacts() {}
+
+    /** The Maven project version this harness was built with (e.g. 0.1.0-SNAPSHOT). */
+    static String projectVersion() {
+        Properties p = new Properties();
+        try (InputStream in = Artifacts.class.getResourceAsStream("project.properties")) {
+            if (in == null) {
+                throw new IllegalStateException("io/fragstate/it/project.properties is missing from the classpath (build with mvn)");
+            }
+            p.load(in);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        String v = p.getProperty("version", "");
+        if (v.isBlank() || v.contains("${")) {
+            throw new IllegalStateException("project.properties holds no filtered version ('" + v + "'): build with mvn");
+        }
+        return v;
+    }
+
+    /** The job jar: {@code -Dfragstate.job.jar}, else {@code flink-examples/traffic-monitoring/target/traffic-monitoring-<version>.jar}. */
+    static Path jobJar(Path repo) {
+        return fromPropertyOr("fragstate.job.jar", repo, "flink-examples/traffic-monitoring/target/traffic-monitoring-%s.jar");
+    }
+
+    /** The plugin jar built by java-bridge: {@code -Dfragstate.plugin.jar}, else {@code java-bridge/target/fragstate-flink-<version>.jar}. */
+    static Path pluginJar(Path repo) {
+        return fromPropertyOr("fragstate.plugin.jar", repo, "java-bridge/target/fragstate-flink-%s.jar");
+    }
+
+    private static Path fromPropertyOr(String property, Path repo, String pathWithVersion) {
+        String set = System.getProperty(property);
+        return set != null ? Path.of(set) : repo.resolve(String.format(pathWithVersion, projectVersion()));
+    }
+}

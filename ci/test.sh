@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 source ci/lib/common.sh
 
 need cargo "install Rust (https://rustup.rs) — the machine image normally has it"
+need python3 "install Python 3 (apt-get install python3)"
+
+step "Rust: layering (crates point down, no module import cycle, small files)"
+python3 ci/check_layers.py
 
 step "Rust: build and test the workspace (profile ci)"
 t0=$SECONDS

@@ -303,7 +303,9 @@ fn killing_holders_in_the_middle_of_a_write_re_places_their_fragments() {
     for &v in &victims {
         assert!(!h.contains(&c.nodes[v].peer), "a killed node is still a holder: {stdout}");
     }
-    assert!(stdout.contains("replaced 2") || !planned.iter().any(|p| victims.iter().any(|&v| &c.nodes[v].peer == p)), "{stdout}");
+    // Both victims hold a fragment of the new version too (placement is a
+    // function of the path and the live set): the writer replaced both.
+    assert!(stdout.contains("replaced 2"), "{stdout}");
     assert_eq!(c.get(path).unwrap(), data);
 }
 

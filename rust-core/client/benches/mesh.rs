@@ -1,6 +1,6 @@
 //! Write and read throughput of a 1 GiB object through the in-process mesh
 //! (6 nodes, RS(4,2), 1 MiB cells, 1 MiB writes and reads), intact and with
-//! two holders down: `cargo bench -p fragstate --bench mesh`.
+//! two holders down: `cargo bench -p fragstate-client --bench mesh`.
 
 use std::time::Duration;
 

@@ -19,7 +19,6 @@ use crate::ctx::{bump, broadcast_delete, timed, Counters, Ctx};
 use crate::reader::ObjectReader;
 use crate::transport::Transport;
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
-use fragstate_core::ids::NodeId;
 use crate::writer::ObjectWriter;
 
 /// A snapshot of [`Counters`](crate::ctx), serializable to JSON for metrics.
@@ -112,10 +111,7 @@ impl Client {
             }
         }
         if best.is_none() && failures > 0 && failures == live.len() {
-            return Err(Error::NodeUnavailable {
-                node: NodeId::from("*"),
-                reason: format!("no live node answered the manifest lookup of {path}"),
-            });
+            return Err(Error::NoNodeAnswered { what: format!("the manifest lookup of {path}") });
         }
         Ok(best)
     }

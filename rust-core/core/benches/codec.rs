@@ -1,5 +1,5 @@
 //! Product-path codec throughput (checksums on), per core:
-//! `cargo bench -p fragstate --bench codec`.
+//! `cargo bench -p fragstate-core --bench codec`.
 
 use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};

@@ -65,6 +65,21 @@ pub enum Error {
     #[error("{what}: malformed data: {reason}")]
     Format { what: String, reason: String },
 
+    /// A peer broke the wire protocol (unknown frame kind, a frame over its
+    /// limit, a body that does not decode, a frame out of place): it is not
+    /// a well-behaved fragstate node, and its connection is dropped.
+    #[error("{what}: protocol violation: {reason}")]
+    Protocol { what: String, reason: String },
+
+    /// An operation that needs at least one live node found none that answered.
+    #[error("no live node answered {what}")]
+    NoNodeAnswered { what: String },
+
+    /// A node-level operation was used wrongly (started twice with another
+    /// configuration, outside a runtime, …).
+    #[error("{component}: {reason}")]
+    Usage { component: &'static str, reason: String },
+
     #[error("{path}: fragment {index} stripe {stripe} not held by node {node}")]
     CellNotFound {
         path: String,
@@ -93,6 +108,14 @@ pub enum Error {
 impl Error {
     pub fn format(what: impl Into<String>, reason: impl Into<String>) -> Self {
         Error::Format {
+            what: what.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// A [`Error::Protocol`] violation in `what`.
+    pub fn protocol(what: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::Protocol {
             what: what.into(),
             reason: reason.into(),
         }

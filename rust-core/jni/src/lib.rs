@@ -64,8 +64,8 @@ pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_startNode<'l>
             if running.config() == &config {
                 return Ok(());
             }
-            return Err(Failure::Core(Error::InvalidState {
-                path: "fragstate node".into(),
+            return Err(Failure::Core(Error::Usage {
+                component: "fragstate node",
                 reason: format!("already running with another configuration ({:?}); stop it first", running.config()),
             }));
         }

@@ -102,7 +102,16 @@ mod tests {
         let b = generate_cluster_key_text().unwrap();
         assert_ne!(a, b);
         let ka = parse_cluster_key(&a, Path::new("a")).unwrap();
-        assert_eq!(ka.fingerprint().to_string(), parse_cluster_key(&a, Path::new("a")).unwrap().fingerprint().to_string());
+        let kb = parse_cluster_key(&b, Path::new("b")).unwrap();
+        assert_ne!(ka.fingerprint().to_string(), kb.fingerprint().to_string());
+        // The parsed key is the 32 bytes the file's hex line spells.
+        let hex = a.lines().nth(2).unwrap();
+        assert_eq!(hex.len(), 64, "{a}");
+        let mut bytes = [0u8; 32];
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
+        }
+        assert_eq!(ka.fingerprint().to_string(), PreSharedKey::new(bytes).fingerprint().to_string());
     }
 
     #[test]

@@ -47,7 +47,7 @@ impl NetNode {
         let (swarm, mut control) = build_swarm(&cfg)?;
         let incoming = control
             .accept(FRAG_PROTOCOL)
-            .map_err(|_| Error::InvalidState { path: String::new(), reason: "fragment protocol registered twice".into() })?;
+            .map_err(|_| Error::Usage { component: "fragstate network node", reason: "fragment protocol registered twice".into() })?;
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let (shutdown, _) = watch::channel(false);
         let tombstones = match &cfg.tombstone_file {
@@ -89,9 +89,6 @@ impl NetNode {
         &self.inner.id
     }
 
-    pub fn peer_id(&self) -> PeerId {
-        self.inner.peer_id
-    }
 
     pub fn role(&self) -> Role {
         self.inner.cfg.role
@@ -106,10 +103,6 @@ impl NetNode {
         lock(&self.inner.listen_addrs).iter().map(|a| a.clone().with(libp2p::multiaddr::Protocol::P2p(self.inner.peer_id))).collect()
     }
 
-    /// Peers with at least one open connection (any role).
-    pub fn connected_peers(&self) -> Vec<PeerId> {
-        lock(&self.inner.peers).iter().filter(|(_, p)| p.connections > 0).map(|(id, _)| *id).collect()
-    }
 
     /// How often `peer` went from connected to disconnected.
     pub fn departures(&self, peer: &PeerId) -> u64 {

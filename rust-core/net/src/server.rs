@@ -92,7 +92,7 @@ pub(crate) async fn reply<T>(s: &mut Stream, r: Result<T>, ok: impl FnOnce(T) ->
 
 /// Serves one request. An `Err` return ends the stream (and, for a protocol
 /// violation, the connection); errors of the operation itself are answered.
-pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, _node: &NodeId, s: &mut Stream, f: Frame) -> Result<()> {
+pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeId, s: &mut Stream, f: Frame) -> Result<()> {
     match f.kind {
         Kind::Hello => {
             let h: Hello = wire::decode("hello", &f.body)?;
@@ -100,12 +100,12 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, _node: &Node
             wire::write_frame(s, Kind::HelloReply, &wire::encode(&inner.my_hello(false)), &[]).await
         }
         Kind::OpenFragment => {
-            let header = format::decode_fragment_header(&f.body).map_err(|e| Error::format("frame body (fragment header)", e.to_string()))?;
+            let header = format::decode_fragment_header(&f.body).map_err(|e| Error::protocol("frame body (fragment header)", e.to_string()))?;
             let opened = inner.store().and_then(|st| blocking(|| st.begin_fragment(&header)));
             let ok = opened.is_ok();
             reply(s, opened, |_| (Kind::Ok, vec![])).await?;
             if ok {
-                receive_fragment(inner, s, header).await?;
+                receive_fragment(inner, node, s, header).await?;
             }
             Ok(())
         }
@@ -122,12 +122,12 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, _node: &Node
             }
         }
         Kind::PutManifest => {
-            let m = format::decode_manifest(&f.body).map_err(|e| Error::format("frame body (manifest)", e.to_string()))?;
+            let m = format::decode_manifest(&f.body).map_err(|e| Error::protocol("frame body (manifest)", e.to_string()))?;
             let r = inner.store().and_then(|st| blocking(|| st.put_manifest(Arc::new(m))));
             reply(s, r, |_| (Kind::Ok, vec![])).await
         }
         Kind::GetManifest => {
-            let path = std::str::from_utf8(&f.body).map_err(|_| Error::format("frame body (path)", "not UTF-8"))?;
+            let path = std::str::from_utf8(&f.body).map_err(|_| Error::protocol("frame body (path)", "not UTF-8"))?;
             match inner.store().map(|st| st.get_manifest(path)) {
                 Ok(Some(m)) => wire::write_frame(s, Kind::ManifestData, &format::encode_manifest(&m), &[]).await,
                 Ok(None) => wire::write_frame(s, Kind::NoManifest, &[], &[]).await,
@@ -135,7 +135,7 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, _node: &Node
             }
         }
         Kind::List => {
-            let prefix = std::str::from_utf8(&f.body).map_err(|_| Error::format("frame body (prefix)", "not UTF-8"))?;
+            let prefix = std::str::from_utf8(&f.body).map_err(|_| Error::protocol("frame body (prefix)", "not UTF-8"))?;
             let r = inner.store().map(|st| st.list(prefix));
             reply(s, r, |v| (Kind::Listing, wire::encode(&v))).await
         }
@@ -148,13 +148,13 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, _node: &Node
         Kind::Stat => wire::write_frame(s, Kind::Stats, &wire::encode(&inner.stats()), &[]).await,
         #[cfg(feature = "bench")]
         Kind::BenchSink | Kind::BenchSource if inner.cfg.serve_bench_frames => serve_bench(s, f).await,
-        other => Err(Error::format("frame", format!("{other:?} frame where a request was expected"))),
+        other => Err(Error::protocol("frame", format!("{other:?} frame where a request was expected"))),
     }
 }
 
 /// Receives the cells of one fragment until `Finish`; answers `Ok` once the
 /// fragment is durable, or the first error of the upload.
-pub(crate) async fn receive_fragment(inner: &Arc<Inner>, s: &mut Stream, header: FragmentHeader) -> Result<()> {
+pub(crate) async fn receive_fragment(inner: &Arc<Inner>, writer: &NodeId, s: &mut Stream, header: FragmentHeader) -> Result<()> {
     let key = header.key();
     let cell_size = header.params.cell_size() as u32;
     let store = inner.store()?.clone();
@@ -162,9 +162,9 @@ pub(crate) async fn receive_fragment(inner: &Arc<Inner>, s: &mut Stream, header:
     loop {
         let f = match tokio::time::timeout(inner.cfg.request_timeout, wire::read_frame(s, Some(cell_size))).await {
             Ok(Ok(Some(f))) => f,
-            Ok(Ok(None)) => return Err(Error::format("upload", "stream closed before Finish (writer gone)")),
+            Ok(Ok(None)) => return Err(Error::NodeUnavailable { node: writer.clone(), reason: "upload stream closed before Finish (writer gone)".into() }),
             Ok(Err(e)) => return Err(e),
-            Err(_) => return Err(Error::format("upload", "no frame within the request timeout")),
+            Err(_) => return Err(Error::Timeout { node: writer.clone(), millis: inner.cfg.request_timeout.as_millis() as u64 }),
         };
         match f.kind {
             Kind::Cell => {
@@ -183,7 +183,7 @@ pub(crate) async fn receive_fragment(inner: &Arc<Inner>, s: &mut Stream, header:
                 };
                 return reply(s, r, |_| (Kind::Ok, vec![])).await;
             }
-            other => return Err(Error::format("frame", format!("{other:?} frame inside a fragment upload"))),
+            other => return Err(Error::protocol("frame", format!("{other:?} frame inside a fragment upload"))),
         }
     }
 }

@@ -106,7 +106,7 @@ pub struct Frame {
 /// A frame that broke the protocol (unknown kind, over its limit): the
 /// sender is not a well-behaved fragstate node and its connection is dropped.
 pub fn is_protocol_violation(e: &Error) -> bool {
-    matches!(e, Error::Format { what, .. } if what.starts_with("frame"))
+    matches!(e, Error::Protocol { .. })
 }
 
 /// Reads one frame. `Ok(None)` is a clean end of stream before a frame
@@ -123,13 +123,13 @@ pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max_cell: Option<u32>) 
         r.read_exact(&mut head[n..]).await.map_err(|e| Error::io("read frame header", e))?;
     }
     let len = u32::from_le_bytes(head[..4].try_into().unwrap());
-    let kind = Kind::from_u8(head[4]).ok_or_else(|| Error::format("frame", format!("unknown frame kind {}", head[4])))?;
+    let kind = Kind::from_u8(head[4]).ok_or_else(|| Error::protocol("frame", format!("unknown frame kind {}", head[4])))?;
     let mut limit = kind.max_body();
     if let (Kind::Cell, Some(c)) = (kind, max_cell) {
         limit = limit.min(c + CELL_FRAME_HEADER_LEN as u32);
     }
     if len > limit {
-        return Err(Error::format("frame", format!("{kind:?} frame of {len} bytes exceeds the limit of {limit} bytes")));
+        return Err(Error::protocol("frame", format!("{kind:?} frame of {len} bytes exceeds the limit of {limit} bytes")));
     }
     let mut body = BytesMut::zeroed(len as usize);
     r.read_exact(&mut body).await.map_err(|e| Error::io(format!("read {kind:?} frame body of {len} bytes"), e))?;
@@ -172,14 +172,14 @@ pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
 }
 
 pub fn decode<T: for<'de> Deserialize<'de>>(what: &str, b: &[u8]) -> Result<T> {
-    opts().deserialize(b).map_err(|e| Error::format(format!("frame body ({what})"), format!("undecodable: {e}")))
+    opts().deserialize(b).map_err(|e| Error::protocol(format!("frame body ({what})"), format!("undecodable: {e}")))
 }
 
 /// A cell on the wire: frame header and bytes.
 pub fn split_cell(what: &str, body: Bytes, max_len: u32) -> Result<(CellFrame, Bytes)> {
-    let frame = CellFrame::decode(&body, max_len).map_err(|e| Error::format(format!("frame body ({what})"), e.to_string()))?;
+    let frame = CellFrame::decode(&body, max_len).map_err(|e| Error::protocol(format!("frame body ({what})"), e.to_string()))?;
     if body.len() != CELL_FRAME_HEADER_LEN + frame.len as usize {
-        return Err(Error::format(
+        return Err(Error::protocol(
             format!("frame body ({what})"),
             format!("cell frame announces {} bytes, frame carries {}", frame.len, body.len() - CELL_FRAME_HEADER_LEN),
         ));

@@ -62,8 +62,8 @@ impl Node {
             }
             Mode::Cluster => {
                 // Called from a plain thread that entered the runtime (the JNI layer), never from a task.
-                let handle = tokio::runtime::Handle::try_current().map_err(|_| Error::InvalidState {
-                    path: "fragstate node".into(),
+                let handle = tokio::runtime::Handle::try_current().map_err(|_| Error::Usage {
+                    component: "fragstate node",
                     reason: "cluster mode must be started with a tokio runtime entered".into(),
                 })?;
                 let net = handle.block_on(cluster::start_cluster_member(&config, client_config.params.fragments()))?;

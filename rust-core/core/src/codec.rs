@@ -18,11 +18,13 @@ use crate::params::{CodingParams, Compression};
 
 /// A stripe after encoding: what the writer sends and records.
 pub struct EncodedStripe {
+    /// The manifest's record of the stripe: payload length, compression, cell checksums.
     pub info: StripeInfo,
     /// `k + m` cells, fragment order.
     pub cells: Vec<Bytes>,
 }
 
+/// Encodes and decodes the stripes of objects with one set of [`CodingParams`].
 pub struct StripeCodec {
     params: CodingParams,
     /// `None` when `m = 0` (the library needs at least one parity shard).
@@ -30,6 +32,7 @@ pub struct StripeCodec {
 }
 
 impl StripeCodec {
+    /// A codec for `params`; fails if they are out of bounds.
     pub fn new(params: CodingParams) -> Result<Self> {
         params.validate()?;
         let rs = if params.m() > 0 {
@@ -42,6 +45,7 @@ impl StripeCodec {
         Ok(StripeCodec { params, rs })
     }
 
+    /// The coding parameters of this codec.
     pub fn params(&self) -> &CodingParams {
         &self.params
     }

@@ -10,9 +10,19 @@ pub enum DeleteTarget {
     /// Every path that starts with this string.
     Prefix(String),
     /// The fragments and manifest of one write (an aborted or superseded write).
-    Write { path: String, write_id: WriteId },
+    Write {
+        /// Path of the object.
+        path: String,
+        /// The write whose fragments and manifest are removed.
+        write_id: WriteId,
+    },
     /// Every version of a path except this write (after an overwrite commits).
-    OtherWrites { path: String, keep: WriteId },
+    OtherWrites {
+        /// Path of the object.
+        path: String,
+        /// The write that stays (the one that just committed).
+        keep: WriteId,
+    },
 }
 
 impl DeleteTarget {
@@ -30,8 +40,11 @@ impl DeleteTarget {
 /// What a delete removed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeleteStats {
+    /// Manifests removed.
     pub manifests: u64,
+    /// Fragments removed.
     pub fragments: u64,
+    /// Cell bytes of the removed fragments (fragment and frame headers not counted).
     pub bytes: u64,
 }
 

@@ -12,8 +12,11 @@ use crate::error::{Error, Result};
 use crate::params::CodingParams;
 use crate::ids::{FragmentKey, NodeId, WriteId};
 
+/// First four bytes of a manifest envelope.
 pub const MANIFEST_MAGIC: [u8; 4] = *b"FSMF";
+/// First four bytes of a fragment header envelope.
 pub const FRAGMENT_MAGIC: [u8; 4] = *b"FSFG";
+/// The envelope version this build writes and the only one it reads.
 pub const FORMAT_VERSION: u16 = 1;
 /// Largest encoded manifest or fragment header body. A manifest of a 64 GiB
 /// object with RS(4,2) and 1 MiB cells is about 600 KiB.
@@ -36,6 +39,8 @@ pub struct StripeInfo {
 }
 
 impl StripeInfo {
+    /// Bytes of each of the stripe's `k + m` cells, `ceil(stored_len / k)`;
+    /// `k` is the object's data fragment count.
     pub fn cell_len(&self, k: usize) -> usize {
         (self.stored_len as usize).div_ceil(k)
     }
@@ -44,16 +49,25 @@ impl StripeInfo {
 /// The self-describing record of one committed object.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
+    /// Path of the object, e.g. `fragstate://cluster/job/chk-7/3f2a…`.
     pub path: String,
+    /// Random per write: a path written again gets a new id, and its
+    /// fragments carry it.
     pub write_id: WriteId,
     /// Bumped each time the holders change (repair), so that the newest copy wins.
     pub revision: u32,
+    /// Object bytes, before compression.
     pub length: u64,
+    /// How the object is cut, coded and compressed.
     pub params: CodingParams,
     /// `holders[i]` holds fragment `i`.
     pub holders: Vec<NodeId>,
+    /// One entry per stripe, in stripe order: `ceil(length / (k × cell_size))` entries.
     pub stripes: Vec<StripeInfo>,
+    /// Milliseconds since the Unix epoch when the write began; orders the
+    /// versions of one path (an overwrite takes `max(now, previous + 1)`).
     pub created_unix_ms: u64,
+    /// Who wrote the object (process or node id); informational.
     pub writer: String,
 }
 
@@ -106,6 +120,7 @@ impl Manifest {
         Ok(())
     }
 
+    /// What `list` and `stat` report of this object.
     pub fn summary(&self) -> ObjectSummary {
         ObjectSummary {
             path: self.path.clone(),
@@ -119,23 +134,33 @@ impl Manifest {
 /// What `list` and `stat` report of an object.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectSummary {
+    /// Path of the object.
     pub path: String,
+    /// Object bytes, before compression.
     pub length: u64,
+    /// The version's [`Manifest::created_unix_ms`].
     pub created_unix_ms: u64,
+    /// The version's write id.
     pub write_id: WriteId,
 }
 
 /// The header at the start of every stored or transferred fragment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FragmentHeader {
+    /// Path of the object.
     pub path: String,
+    /// The write the fragment belongs to (the manifest's `write_id`).
     pub write_id: WriteId,
+    /// Fragment index, `< k + m`: the fragment is cell `index` of every stripe.
     pub index: u8,
+    /// The object's coding parameters; `cell_size` bounds every cell of the fragment.
     pub params: CodingParams,
+    /// The write's [`Manifest::created_unix_ms`].
     pub created_unix_ms: u64,
 }
 
 impl FragmentHeader {
+    /// The key a store indexes this fragment by.
     pub fn key(&self) -> FragmentKey {
         FragmentKey {
             path: Arc::from(self.path.as_str()),
@@ -172,7 +197,8 @@ pub fn cell_checksum(cell: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(cell)
 }
 
-/// Length of the whole envelope starting at `bytes`, from its prefix alone.
+/// Length of the whole envelope starting at `prefix`, from its first
+/// [`ENVELOPE_PREFIX_LEN`] bytes alone.
 /// Used by readers of files and streams to know how much to read.
 pub fn envelope_len(magic: [u8; 4], what: &str, prefix: &[u8]) -> Result<usize> {
     if prefix.len() < ENVELOPE_PREFIX_LEN {
@@ -214,6 +240,8 @@ fn decode_envelope<T: for<'de> Deserialize<'de>>(magic: [u8; 4], what: &str, byt
         .map_err(|e| Error::format(what, format!("undecodable body: {e}")))
 }
 
+/// Encodes a manifest as an `FSMF` envelope. Panics only if the body would
+/// exceed [`MAX_ENVELOPE_BODY`].
 pub fn encode_manifest(m: &Manifest) -> Vec<u8> {
     encode_envelope(MANIFEST_MAGIC, m)
 }
@@ -225,10 +253,12 @@ pub fn decode_manifest(bytes: &[u8]) -> Result<Manifest> {
     Ok(m)
 }
 
+/// Encodes a fragment header as an `FSFG` envelope.
 pub fn encode_fragment_header(h: &FragmentHeader) -> Vec<u8> {
     encode_envelope(FRAGMENT_MAGIC, h)
 }
 
+/// Decodes a fragment header and checks its parameters and its index.
 pub fn decode_fragment_header(bytes: &[u8]) -> Result<FragmentHeader> {
     let h: FragmentHeader = decode_envelope(FRAGMENT_MAGIC, "fragment header", bytes)?;
     h.params.validate()?;
@@ -244,12 +274,16 @@ pub fn decode_fragment_header(bytes: &[u8]) -> Result<FragmentHeader> {
 /// The 16-byte header in front of every stored or transferred cell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CellFrame {
+    /// Stripe number of the cell, counted from 0.
     pub stripe: u32,
+    /// Cell length in bytes, at most the fragment's cell size.
     pub len: u32,
+    /// xxh3-64 of the cell ([`cell_checksum`]).
     pub checksum: u64,
 }
 
 impl CellFrame {
+    /// The frame header's 16 bytes, little-endian.
     pub fn encode(&self) -> [u8; CELL_FRAME_HEADER_LEN] {
         let mut out = [0u8; CELL_FRAME_HEADER_LEN];
         out[0..4].copy_from_slice(&self.stripe.to_le_bytes());

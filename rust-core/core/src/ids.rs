@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 pub struct NodeId(Arc<str>);
 
 impl NodeId {
+    /// The id as text: the mesh name, or the base58 peer id on the network.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -48,8 +49,11 @@ pub type WriteId = u128;
 /// Names one fragment of one write of one object.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FragmentKey {
+    /// Path of the object.
     pub path: Arc<str>,
+    /// The write of the object that the fragment belongs to.
     pub write_id: WriteId,
+    /// Fragment index, `0 .. k + m`: data fragments first, then parity.
     pub index: u8,
 }
 

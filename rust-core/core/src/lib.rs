@@ -4,7 +4,7 @@
 //! - [`ids`]: node ids, write ids, fragment keys, the clock.
 //! - [`error`]: the one error type of every fragstate crate.
 //! - [`params`]: coding parameters (`k`, `m`, cell size, compression) and their bounds.
-//! - [`format`]: versioned manifests, fragment headers and cell frames (`FORMAT.md`).
+//! - [`format`](mod@format): versioned manifests, fragment headers and cell frames (`FORMAT.md`).
 //! - [`codec`]: one stripe ⇄ `k + m` checksummed cells (Reed–Solomon).
 //! - [`placement`]: which live nodes hold an object's fragments.
 //! - [`delete`]: what a delete removes on a node.
@@ -39,7 +39,7 @@
 //! # Ok::<(), fragstate_core::error::Error>(())
 //! # }).unwrap();
 //! ```
-// DOCS-TODO #![warn(missing_docs)]
+#![warn(missing_docs)]
 
 pub mod codec;
 pub mod delete;

@@ -15,16 +15,25 @@ pub const MAX_CELL_SIZE: u32 = 64 * 1024 * 1024;
 /// zstd levels accepted for compression.
 pub const ZSTD_LEVELS: std::ops::RangeInclusive<i32> = 1..=19;
 
+/// Default `k`: 4 data fragments.
 pub const DEFAULT_DATA_FRAGMENTS: usize = 4;
+/// Default `m`: 2 parity fragments, so an object survives the loss of any two.
 pub const DEFAULT_PARITY_FRAGMENTS: usize = 2;
+/// Default cell size in bytes: 1 MiB.
 pub const DEFAULT_CELL_SIZE: u32 = 1024 * 1024;
 
 /// Per-stripe compression of an object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum Compression {
+    /// Stripes are stored as they are.
     #[default]
     None,
-    Zstd { level: i32 },
+    /// Each stripe is zstd-compressed, and stored compressed only when that
+    /// is smaller.
+    Zstd {
+        /// zstd level, within [`ZSTD_LEVELS`] (1 ..= 19).
+        level: i32,
+    },
 }
 
 /// How an object is cut: `k` data cells and `m` parity cells per stripe, each
@@ -94,9 +103,12 @@ impl CodingParams {
         Self::new(self.k(), self.m(), self.cell_size as u64, self.compression).map(|_| ())
     }
 
+    /// Data fragments `k`, 1 ≤ k ≤ [`MAX_FRAGMENTS`]: any `k` fragments rebuild the object.
     pub fn k(&self) -> usize {
         self.k as usize
     }
+    /// Parity fragments `m`, with `k + m` ≤ [`MAX_FRAGMENTS`]: how many
+    /// fragments the object can lose.
     pub fn m(&self) -> usize {
         self.m as usize
     }
@@ -104,9 +116,12 @@ impl CodingParams {
     pub fn fragments(&self) -> usize {
         self.k() + self.m()
     }
+    /// Largest cell in bytes, [`MIN_CELL_SIZE`] ..= [`MAX_CELL_SIZE`]; cells
+    /// of a short or compressed stripe are shorter.
     pub fn cell_size(&self) -> usize {
         self.cell_size as usize
     }
+    /// Compression of each stripe.
     pub fn compression(&self) -> Compression {
         self.compression
     }

@@ -22,6 +22,7 @@ use crate::ids::NodeId;
 /// A live storage node as placement sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeInfo {
+    /// The node's id; it also breaks ties in the ranking.
     pub id: NodeId,
     /// Failure domain (host by default): at most one fragment of an object per domain.
     pub domain: Arc<str>,
@@ -41,7 +42,11 @@ pub struct PlacementPolicy {
 /// The chosen holders, and whether a domain had to be shared.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Placement {
+    /// The distinct nodes chosen, as many as [`place`] was asked for, in
+    /// fragment order: the `i`-th fragment being placed goes to `nodes[i]`.
     pub nodes: Vec<NodeInfo>,
+    /// Some failure domain holds more than one fragment of the object (only
+    /// with [`PlacementPolicy::allow_shared_domains`]).
     pub shared_domains: bool,
 }
 

@@ -119,9 +119,6 @@ pub(crate) fn peer_left(inner: &Inner, peer: PeerId, why: &str) {
         let mut peers = lock(&inner.peers);
         let p = peers.entry(peer).or_default();
         let was = p.hello.is_some();
-        if p.connections > 0 || p.hello.is_some() {
-            p.departures += 1;
-        }
         p.connections = 0;
         p.hello = None;
         p.left_at = Some(Instant::now());

@@ -104,9 +104,9 @@ impl NetNode {
     }
 
 
-    /// How often `peer` went from connected to disconnected.
-    pub fn departures(&self, peer: &PeerId) -> u64 {
-        lock(&self.inner.peers).get(peer).map_or(0, |p| p.departures)
+    /// Connections to `peer` that have closed since this node started.
+    pub fn connections_closed(&self, peer: &PeerId) -> u64 {
+        lock(&self.inner.peers).get(peer).map_or(0, |p| p.connections_closed)
     }
 
     /// Waits until at least `n` storage nodes are live; the error names both numbers.

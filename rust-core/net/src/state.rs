@@ -55,8 +55,9 @@ pub(crate) struct Peer {
     pub(crate) hello: Option<Hello>,
     /// Set when the last connection closed.
     pub(crate) left_at: Option<Instant>,
-    /// Times the peer went from connected to not connected.
-    pub(crate) departures: u64,
+    /// Connections to the peer that closed, for whatever reason (a second
+    /// connection may already be open when one closes).
+    pub(crate) connections_closed: u64,
 }
 
 pub(crate) enum Cmd {

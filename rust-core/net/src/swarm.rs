@@ -148,6 +148,7 @@ pub(crate) fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, ev:
             tokio::spawn(async move { exchange_hello(&inner, peer_id, true).await });
         }
         SwarmEvent::ConnectionClosed { peer_id, num_established, cause, .. } => {
+            lock(&inner.peers).entry(peer_id).or_default().connections_closed += 1;
             if num_established == 0 {
                 let why = cause.map(|c| c.to_string()).unwrap_or_else(|| "closed".into());
                 peer_left(inner, peer_id, &why);

@@ -40,13 +40,13 @@ pub(crate) fn debug_frame(args: ClusterArgs, bad: BadFrame) -> Result<()> {
             BadFrame::UnknownKind => vec![3, 0, 0, 0, 0xee, 1, 2, 3],
             BadFrame::Garbage => vec![5, 0, 0, 0, Kind::GetCell as u8, 1, 2, 3, 4, 5],
         };
-        let before = node.departures(&peer);
+        let before = node.connections_closed(&peer);
         let _ = s.write_all(&frame).await;
         let _ = s.flush().await;
         let deadline = Instant::now() + Duration::from_secs(5);
         let mut dropped = false;
         while Instant::now() < deadline {
-            if node.departures(&peer) > before {
+            if node.connections_closed(&peer) > before {
                 dropped = true;
                 break;
             }

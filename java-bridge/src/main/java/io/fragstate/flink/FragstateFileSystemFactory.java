@@ -3,6 +3,10 @@
  */
 package io.fragstate.flink;
 
+import io.fragstate.flink.config.FragstateSettings;
+import io.fragstate.flink.fs.FragstateFileSystem;
+import io.fragstate.flink.node.FragstateNode;
+
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.IllegalConfigurationException;
 import org.apache.flink.core.fs.FileSystem;

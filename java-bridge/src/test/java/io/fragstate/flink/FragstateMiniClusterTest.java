@@ -3,6 +3,8 @@
  */
 package io.fragstate.flink;
 
+import io.fragstate.flink.node.FragstateMetrics;
+
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.configuration.CheckpointingOptions;
@@ -102,7 +104,7 @@ class FragstateMiniClusterTest {
     }
 
     private static long opened() throws IOException {
-        return FragstateMetrics.value(FragstateMetrics.freshStats(), "client.objectsOpened");
+        return FragstateMetrics.freshStats().at("/client/objectsOpened").asLong();
     }
 
     /**

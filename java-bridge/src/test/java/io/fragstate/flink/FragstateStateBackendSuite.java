@@ -3,6 +3,8 @@
  */
 package io.fragstate.flink;
 
+import io.fragstate.flink.node.FragstateMetrics;
+
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.MemorySize;
@@ -28,8 +30,8 @@ abstract class FragstateStateBackendSuite extends StateBackendTestBase<Fragstate
 
     @BeforeAll
     static void countersBefore() throws Exception {
-        writtenBefore = FragstateMetrics.value(FragstateMetrics.freshStats(), "client.objectsWritten");
-        openedBefore = FragstateMetrics.value(FragstateMetrics.freshStats(), "client.objectsOpened");
+        writtenBefore = FragstateMetrics.freshStats().at("/client/objectsWritten").asLong();
+        openedBefore = FragstateMetrics.freshStats().at("/client/objectsOpened").asLong();
         testsRun = 0;
     }
 
@@ -47,9 +49,9 @@ abstract class FragstateStateBackendSuite extends StateBackendTestBase<Fragstate
         if (testsRun < 60) {
             return;
         }
-        assertThat(FragstateMetrics.value(FragstateMetrics.freshStats(), "client.objectsWritten"))
+        assertThat(FragstateMetrics.freshStats().at("/client/objectsWritten").asLong())
                 .isGreaterThan(writtenBefore + 50);
-        assertThat(FragstateMetrics.value(FragstateMetrics.freshStats(), "client.objectsOpened"))
+        assertThat(FragstateMetrics.freshStats().at("/client/objectsOpened").asLong())
                 .isGreaterThan(openedBefore + 50);
     }
 

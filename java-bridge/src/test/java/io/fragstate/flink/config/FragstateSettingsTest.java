@@ -1,7 +1,11 @@
 /*
  * Licensed under the Apache License, Version 2.0.
  */
-package io.fragstate.flink;
+package io.fragstate.flink.config;
+
+import io.fragstate.flink.FragstateCheckpointStorageFactory;
+import io.fragstate.flink.FragstateStateBackendFactory;
+import io.fragstate.flink.node.FragstateNode;
 
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.IllegalConfigurationException;
@@ -257,7 +261,7 @@ class FragstateSettingsTest {
     @Test
     void placementFailuresNameTheSettings() {
         java.io.IOException e =
-                FragstateFileSystem.explainPlacementFailure(
+                FragstateNode.explainPlacementFailure(
                         new java.io.IOException(
                                 "cannot place 8 fragments (k=6 + m=2): only 6 usable storage nodes in 6"
                                         + " failure domains are live"));
@@ -267,7 +271,7 @@ class FragstateSettingsTest {
                 .contains("fragstate.parity-fragments")
                 .contains("fragstate.failure-domain");
         java.io.IOException other = new java.io.IOException("object not found");
-        assertThat(FragstateFileSystem.explainPlacementFailure(other)).isSameAs(other);
+        assertThat(FragstateNode.explainPlacementFailure(other)).isSameAs(other);
     }
 
     @Test

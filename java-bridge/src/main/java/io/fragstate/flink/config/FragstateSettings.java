@@ -1,7 +1,11 @@
 /*
  * Licensed under the Apache License, Version 2.0.
  */
-package io.fragstate.flink;
+package io.fragstate.flink.config;
+
+import io.fragstate.flink.FragstateOptions;
+import io.fragstate.flink.fs.FragstateFileSystem;
+import io.fragstate.flink.jni.FragstateNative;
 
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.ConfigOption;
@@ -150,12 +154,17 @@ public final class FragstateSettings implements java.io.Serializable {
         return storageWait;
     }
 
+    /** Cluster mode: the failure domain as configured ('host', 'process' or a label); else null. */
+    public String failureDomain() {
+        return failureDomain;
+    }
+
     /**
      * The {@code startNode} argument. An unset cluster-mode listen address is resolved here, at
      * start, not when the settings are read: whether the fixed port is free changes once this
      * process's own node holds it.
      */
-    String toStartJson() {
+    public String toStartJson() {
         String json = toNodeJson();
         if (mode == Mode.CLUSTER && listen == null) {
             StringBuilder sb = new StringBuilder(json.substring(0, json.length() - 1)).append(',');
@@ -166,7 +175,7 @@ public final class FragstateSettings implements java.io.Serializable {
     }
 
     /** The settings as the node sees them (unset values left out); compared across entry points. */
-    String toNodeJson() {
+    public String toNodeJson() {
         StringBuilder sb = new StringBuilder("{");
         field(sb, "mode", mode.name().toLowerCase(Locale.ROOT));
         sb.append(",\"dataFragments\":").append(dataFragments);
@@ -208,7 +217,7 @@ public final class FragstateSettings implements java.io.Serializable {
         return sb.append('}').toString();
     }
 
-    /** The native side logs through {@link NativeLog}; it need not produce what SLF4J drops. */
+    /** The native side logs through SLF4J ({@code jni.NativeLog}); it need not produce what SLF4J drops. */
     private static String logLevel() {
         org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger("fragstate");
         if (log.isTraceEnabled()) {

@@ -1,7 +1,9 @@
 /*
  * Licensed under the Apache License, Version 2.0.
  */
-package io.fragstate.flink;
+package io.fragstate.flink.node;
+
+import io.fragstate.flink.jni.FragstateNative;
 
 import org.apache.flink.metrics.Gauge;
 import org.apache.flink.metrics.MeterView;
@@ -16,7 +18,6 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.util.Collections;
-import java.util.Map;
 import java.util.Set;
 import java.util.WeakHashMap;
 
@@ -76,7 +77,7 @@ public final class FragstateMetrics {
      * Registers the gauges on the TaskManager group above a task's metric group (once per
      * TaskManager); falls back to {@code group} itself when it is not a task group.
      */
-    static void registerFor(MetricGroup taskGroup) {
+    public static void registerFor(MetricGroup taskGroup) {
         try {
             MetricGroup target = taskGroup;
             if (taskGroup instanceof TaskMetricGroup) {
@@ -124,14 +125,5 @@ public final class FragstateMetrics {
 
     private static Gauge<Long> gauge(MetricGroup g, String name, String path) {
         return g.gauge(name, () -> current(path));
-    }
-
-    static Map<String, Long> snapshot(String... paths) throws IOException {
-        JsonNode s = freshStats();
-        Map<String, Long> out = new java.util.LinkedHashMap<>();
-        for (String p : paths) {
-            out.put(p, value(s, p));
-        }
-        return out;
     }
 }

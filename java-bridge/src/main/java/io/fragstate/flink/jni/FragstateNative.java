@@ -1,7 +1,7 @@
 /*
  * Licensed under the Apache License, Version 2.0.
  */
-package io.fragstate.flink;
+package io.fragstate.flink.jni;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -27,7 +27,7 @@ import java.nio.ByteBuffer;
  *       {@code byte[]} variants copy. Blocking calls run on the calling Java thread.
  * </ul>
  */
-final class FragstateNative {
+public final class FragstateNative {
 
     private FragstateNative() {}
 
@@ -40,63 +40,63 @@ final class FragstateNative {
      * clusterKeyFile}, {@code insecureNoClusterKey} (boolean), {@code failureDomain}, {@code
      * readAhead} (stripes), {@code logLevel} ("error" … "trace").
      */
-    static native void startNode(String configJson) throws IOException;
+    public static native void startNode(String configJson) throws IOException;
 
-    static native void stopNode();
+    public static native void stopNode();
 
-    static native boolean nodeRunning();
+    public static native boolean nodeRunning();
 
     /** Node and client counters as a JSON object (fragments and bytes held, bytes written and read, reconstructions, live peers, …). */
-    static native String nodeStats() throws IOException;
+    public static native String nodeStats() throws IOException;
 
     /**
      * Returns once a new object could be placed: {@code k + m} live storage nodes besides this
      * node, one per failure domain. After {@code timeoutMillis} (0: check once) it raises the
      * placement error, which names the live node and failure-domain counts.
      */
-    static native void awaitPlacement(long timeoutMillis) throws IOException;
+    public static native void awaitPlacement(long timeoutMillis) throws IOException;
 
     /** Starts writing {@code path}; with {@code overwrite == false} an existing object is an error. */
-    static native long createWriter(String path, boolean overwrite) throws IOException;
+    public static native long createWriter(String path, boolean overwrite) throws IOException;
 
     /** Appends bytes {@code [0, len)} of a direct buffer. */
-    static native void write(long writer, ByteBuffer direct, int len) throws IOException;
+    public static native void write(long writer, ByteBuffer direct, int len) throws IOException;
 
-    static native void writeArray(long writer, byte[] bytes, int off, int len) throws IOException;
+    public static native void writeArray(long writer, byte[] bytes, int off, int len) throws IOException;
 
     /** Commits: returns once every fragment is acknowledged and the manifest is published. Frees the handle. */
-    static native void closeWriter(long writer) throws IOException;
+    public static native void closeWriter(long writer) throws IOException;
 
     /** Discards the write and its fragments. Frees the handle. Never throws for a live handle. */
-    static native void abortWriter(long writer) throws IOException;
+    public static native void abortWriter(long writer) throws IOException;
 
-    static native long openReader(String path) throws IOException;
+    public static native long openReader(String path) throws IOException;
 
-    static native long readerLength(long reader) throws IOException;
+    public static native long readerLength(long reader) throws IOException;
 
     /** Reads up to {@code len} bytes into {@code [0, len)} of a direct buffer; -1 at the end. */
-    static native int read(long reader, ByteBuffer direct, int len) throws IOException;
+    public static native int read(long reader, ByteBuffer direct, int len) throws IOException;
 
-    static native int readArray(long reader, byte[] bytes, int off, int len) throws IOException;
+    public static native int readArray(long reader, byte[] bytes, int off, int len) throws IOException;
 
-    static native void seek(long reader, long position) throws IOException;
+    public static native void seek(long reader, long position) throws IOException;
 
-    static native long position(long reader) throws IOException;
+    public static native long position(long reader) throws IOException;
 
-    static native void closeReader(long reader) throws IOException;
+    public static native void closeReader(long reader) throws IOException;
 
     /**
      * {@code {kind, length, modificationTimeMillis}}: kind 0 = nothing there, 1 = object (file),
      * 2 = directory (an implicit prefix of at least one object).
      */
-    static native long[] stat(String path) throws IOException;
+    public static native long[] stat(String path) throws IOException;
 
     /**
      * Direct children of directory {@code dir}: {@code Object[] {String[] names, long[] lengths,
      * long[] modificationTimes, boolean[] isDirectory}}. Names are full paths.
      */
-    static native Object[] listStatus(String dir) throws IOException;
+    public static native Object[] listStatus(String dir) throws IOException;
 
     /** Deletes {@code path} (and everything below it if recursive); returns the objects removed. */
-    static native long delete(String path, boolean recursive) throws IOException;
+    public static native long delete(String path, boolean recursive) throws IOException;
 }

@@ -1,7 +1,13 @@
 /*
  * Licensed under the Apache License, Version 2.0.
  */
-package io.fragstate.flink;
+package io.fragstate.flink.node;
+
+import io.fragstate.flink.FragstateFileSystemFactory;
+import io.fragstate.flink.FragstateOptions;
+import io.fragstate.flink.config.FragstateSettings;
+import io.fragstate.flink.jni.FragstateNative;
+import io.fragstate.flink.jni.NativeLibrary;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -93,9 +99,37 @@ public final class FragstateNode {
                             + " ms, "
                             + FragstateOptions.STORAGE_WAIT.key()
                             + "): "
-                            + FragstateFileSystem.explainPlacementFailure(e).getMessage(),
+                            + explainPlacementFailure(e).getMessage(),
                     e);
         }
+    }
+
+    /**
+     * A write that cannot place its k + m fragments (too few live storage nodes or failure
+     * domains) gets the names of the settings that decide it, so that a misconfigured cluster
+     * shows in the log what to change; other errors pass unchanged.
+     */
+    public static IOException explainPlacementFailure(IOException e) {
+        String msg = e.getMessage();
+        if (msg == null || !msg.contains("cannot place")) {
+            return e;
+        }
+        FragstateSettings running = running();
+        String domain = running == null || running.failureDomain() == null ? "" : " (here: " + running.failureDomain() + ")";
+        return new IOException(
+                msg
+                        + " — every object needs "
+                        + FragstateOptions.DATA_FRAGMENTS.key()
+                        + " (k) + "
+                        + FragstateOptions.PARITY_FRAGMENTS.key()
+                        + " (m) live storage nodes besides the writer, each in its own "
+                        + FragstateOptions.FAILURE_DOMAIN.key()
+                        + domain
+                        + ": lower k or m, start more storage nodes (fragstate node), or check "
+                        + FragstateOptions.BOOTSTRAP.key()
+                        + " and "
+                        + FragstateOptions.CLUSTER_KEY_FILE.key(),
+                e);
     }
 
     /** The settings of the running node, or null. */

@@ -1,7 +1,10 @@
 /*
  * Licensed under the Apache License, Version 2.0.
  */
-package io.fragstate.flink;
+package io.fragstate.flink.jni;
+
+import io.fragstate.flink.fs.FragstateFileSystem;
+import io.fragstate.flink.node.FragstateNode;
 
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

@@ -31,8 +31,9 @@ import java.util.regex.Pattern;
 
 /**
  * The {@link FragstateOptions} of one Flink configuration, checked against the bounds the Rust
- * core enforces (so that a bad value fails at startup, naming the key, and not at the first
- * checkpoint) and rendered as the JSON that {@link FragstateNative#startNode} takes.
+ * core enforces ({@link NativeLimits}; so that a bad value fails at startup, naming the key, and
+ * not at the first checkpoint) and rendered as the JSON that {@link FragstateNative#startNode}
+ * takes.
  */
 public final class FragstateSettings implements java.io.Serializable {
 
@@ -67,26 +68,28 @@ public final class FragstateSettings implements java.io.Serializable {
     final Duration storageWait;
 
     private FragstateSettings(ReadableConfig config) {
+        NativeLimits limits = NativeLimits.get();
         this.mode = parseEnum(config, FragstateOptions.MODE, Mode.class);
         this.dataFragments = get(config, FragstateOptions.DATA_FRAGMENTS);
-        if (dataFragments < 1 || dataFragments > FragstateOptions.MAX_FRAGMENTS) {
-            throw bad(FragstateOptions.DATA_FRAGMENTS, dataFragments, "1 ≤ k ≤ 32");
-        }
+        requireWithin(FragstateOptions.DATA_FRAGMENTS, dataFragments, limits.dataFragments(), "k");
         this.parityFragments = get(config, FragstateOptions.PARITY_FRAGMENTS);
-        if (parityFragments < 0) {
-            throw bad(FragstateOptions.PARITY_FRAGMENTS, parityFragments, "m ≥ 0");
-        }
-        if (dataFragments + parityFragments > FragstateOptions.MAX_FRAGMENTS) {
+        requireWithin(FragstateOptions.PARITY_FRAGMENTS, parityFragments, limits.parityFragments(), "m");
+        if (!limits.totalFragments().contains(dataFragments + parityFragments)) {
             throw bad(
                     FragstateOptions.PARITY_FRAGMENTS,
                     parityFragments,
-                    "k + m ≤ 32 (k = " + FragstateOptions.DATA_FRAGMENTS.key() + " = " + dataFragments + ")");
+                    "k + m ≤ " + limits.totalFragments().max()
+                            + " (k = " + FragstateOptions.DATA_FRAGMENTS.key() + " = " + dataFragments + ")");
         }
         this.cellSize = get(config, FragstateOptions.CELL_SIZE).getBytes();
-        if (cellSize < FragstateOptions.MIN_CELL_SIZE || cellSize > FragstateOptions.MAX_CELL_SIZE) {
-            throw bad(FragstateOptions.CELL_SIZE, cellSize + " bytes", "4 KiB ≤ cell size ≤ 64 MiB");
+        NativeLimits.Range cells = limits.cellSize();
+        if (!cells.contains(cellSize)) {
+            throw bad(
+                    FragstateOptions.CELL_SIZE,
+                    cellSize + " bytes",
+                    new MemorySize(cells.min()) + " ≤ cell size ≤ " + new MemorySize(cells.max()));
         }
-        this.compression = parseCompression(get(config, FragstateOptions.COMPRESSION));
+        this.compression = parseCompression(get(config, FragstateOptions.COMPRESSION), limits.zstdLevel());
         this.localMeshNodes = get(config, FragstateOptions.LOCAL_MESH_NODES);
         if (mode == Mode.EMBEDDED && localMeshNodes < dataFragments + parityFragments) {
             throw bad(
@@ -95,14 +98,17 @@ public final class FragstateSettings implements java.io.Serializable {
                     "at least k + m = " + (dataFragments + parityFragments)
                             + " nodes (one fragment per node)");
         }
-        if (localMeshNodes < 1 || localMeshNodes > 256) {
-            throw bad(FragstateOptions.LOCAL_MESH_NODES, localMeshNodes, "1 … 256");
-        }
+        requireWithin(FragstateOptions.LOCAL_MESH_NODES, localMeshNodes, limits.localMeshNodes(), "nodes");
         String dir = get(config, FragstateOptions.STORE_DIR);
         this.storeDir = dir == null || dir.isBlank() ? null : dir.trim();
         MemorySize mem = get(config, FragstateOptions.STORE_MEMORY);
-        if (mem != null && mem.getBytes() < FragstateOptions.MIN_CELL_SIZE) {
-            throw bad(FragstateOptions.STORE_MEMORY, mem, "at least 4 KiB");
+        NativeLimits.Range memory = limits.storeMemory();
+        if (mem != null && !memory.contains(mem.getBytes())) {
+            String allowed = "at least " + new MemorySize(memory.min());
+            if (memory.max() < Long.MAX_VALUE) {
+                allowed += " and at most " + new MemorySize(memory.max());
+            }
+            throw bad(FragstateOptions.STORE_MEMORY, mem, allowed);
         }
         this.storeMemory = mem == null ? null : mem.getBytes();
         this.localBackend = parseEnum(config, FragstateOptions.LOCAL_BACKEND, LocalBackend.class);
@@ -253,7 +259,13 @@ public final class FragstateSettings implements java.io.Serializable {
 
     // ------------------------------------------------------------------------
 
-    static IllegalConfigurationException bad(ConfigOption<?> option, Object value, String allowed) {
+    private static void requireWithin(ConfigOption<?> option, long value, NativeLimits.Range range, String name) {
+        if (!range.contains(value)) {
+            throw bad(option, value, range.min() + " ≤ " + name + " ≤ " + range.max());
+        }
+    }
+
+    private static IllegalConfigurationException bad(ConfigOption<?> option, Object value, String allowed) {
         return new IllegalConfigurationException(
                 "Invalid value '" + value + "' for " + option.key() + ": allowed is " + allowed);
     }
@@ -285,7 +297,7 @@ public final class FragstateSettings implements java.io.Serializable {
         throw bad(option, v, "one of " + String.join(" | ", names));
     }
 
-    static String parseCompression(String v) {
+    private static String parseCompression(String v, NativeLimits.Range levels) {
         String s = v == null ? "" : v.trim().toLowerCase(Locale.ROOT);
         if (s.equals("none")) {
             return s;
@@ -301,11 +313,14 @@ public final class FragstateSettings implements java.io.Serializable {
             } catch (NumberFormatException e) {
                 level = Integer.MIN_VALUE;
             }
-            if (level >= FragstateOptions.MIN_ZSTD_LEVEL && level <= FragstateOptions.MAX_ZSTD_LEVEL) {
+            if (levels.contains(level)) {
                 return "zstd:" + level;
             }
         }
-        throw bad(FragstateOptions.COMPRESSION, v, "'none', 'zstd' or 'zstd:LEVEL' with 1 ≤ LEVEL ≤ 19");
+        throw bad(
+                FragstateOptions.COMPRESSION,
+                v,
+                "'none', 'zstd' or 'zstd:LEVEL' with " + levels.min() + " ≤ LEVEL ≤ " + levels.max());
     }
 
     /**

@@ -5,6 +5,7 @@ package io.fragstate.flink.fs;
 
 import io.fragstate.flink.jni.DirectBuffers;
 import io.fragstate.flink.jni.FragstateNative;
+import io.fragstate.flink.jni.PlacementException;
 import io.fragstate.flink.node.FragstateNode;
 
 import org.apache.flink.core.fs.BlockLocation;
@@ -244,7 +245,7 @@ public class FragstateFileSystem extends FileSystem {
         long h;
         try {
             h = FragstateNative.createWriter(key, overwriteMode == WriteMode.OVERWRITE);
-        } catch (IOException e) {
+        } catch (PlacementException e) {
             throw FragstateNode.explainPlacementFailure(e);
         }
         return new FragstateOutputStream(key, h);

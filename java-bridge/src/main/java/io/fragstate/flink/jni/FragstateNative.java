@@ -7,7 +7,8 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 
 /**
- * The JNI binding to the Rust core ({@code libfragstate.so}, crate {@code rust-core}).
+ * The JNI binding to the Rust core ({@code libfragstate.so}, crate {@code rust-core}). Load the
+ * library with {@link NativeLibrary#load} before the first call.
  *
  * <p>Contract, enforced on the Rust side ({@code rust-core/src/jni.rs}):
  *
@@ -18,8 +19,9 @@ import java.nio.ByteBuffer;
  *   <li>Errors never crash the JVM: every Rust error or panic becomes a Java exception carrying
  *       the message. A missing object raises {@link java.io.FileNotFoundException}, an existing
  *       one on a no-overwrite create {@link java.nio.file.FileAlreadyExistsException}, a bad
- *       argument or config value {@link IllegalArgumentException}, everything else {@link
- *       IOException}. A null argument raises {@link NullPointerException}.
+ *       argument or config value {@link IllegalArgumentException}, too few live storage nodes or
+ *       failure domains for a new object {@link PlacementException} (with the counts as fields),
+ *       everything else {@link IOException}. A null argument raises {@link NullPointerException}.
  *   <li>Handles are opaque positive longs. A closed, unknown or zero handle raises {@link
  *       IOException} ("handle N is closed or unknown"); closing twice or closing concurrently
  *       with a read or write is safe (one of the calls wins, the others raise).
@@ -42,21 +44,38 @@ public final class FragstateNative {
      */
     public static native void startNode(String configJson) throws IOException;
 
+    /**
+     * The bounds of every numeric {@link #startNode} setting as a JSON object whose entries are
+     * {@code {"min": N, "max": N}}: {@code dataFragments}, {@code parityFragments}, {@code
+     * totalFragments} (k + m), {@code cellSize} (bytes), {@code zstdLevel}, {@code localMeshNodes}
+     * (an embedded mesh needs at least k + m besides), {@code readAhead} (stripes), {@code
+     * storeMemory} (bytes). Needs no running node.
+     */
+    public static native String limits();
+
     public static native void stopNode();
 
     public static native boolean nodeRunning();
 
-    /** Node and client counters as a JSON object (fragments and bytes held, bytes written and read, reconstructions, live peers, …). */
+    /**
+     * Node and client counters as a JSON object (fragments and bytes held, bytes written and read,
+     * reconstructions, live peers, …); keys are camelCase at every level ({@code liveNodes},
+     * {@code client.bytesWritten}, {@code network.objectsDegraded}; {@code network} is null in
+     * embedded mode).
+     */
     public static native String nodeStats() throws IOException;
 
     /**
      * Returns once a new object could be placed: {@code k + m} live storage nodes besides this
-     * node, one per failure domain. After {@code timeoutMillis} (0: check once) it raises the
-     * placement error, which names the live node and failure-domain counts.
+     * node, one per failure domain. After {@code timeoutMillis} (0: check once) it raises a
+     * {@link PlacementException} with the live node and failure-domain counts.
      */
     public static native void awaitPlacement(long timeoutMillis) throws IOException;
 
-    /** Starts writing {@code path}; with {@code overwrite == false} an existing object is an error. */
+    /**
+     * Starts writing {@code path}; with {@code overwrite == false} an existing object is an error,
+     * and a {@link PlacementException} when its fragments cannot be placed.
+     */
     public static native long createWriter(String path, boolean overwrite) throws IOException;
 
     /** Appends bytes {@code [0, len)} of a direct buffer. */

@@ -8,6 +8,7 @@ import io.fragstate.flink.FragstateOptions;
 import io.fragstate.flink.config.FragstateSettings;
 import io.fragstate.flink.jni.FragstateNative;
 import io.fragstate.flink.jni.NativeLibrary;
+import io.fragstate.flink.jni.PlacementException;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -93,13 +94,14 @@ public final class FragstateNode {
         try {
             FragstateNative.awaitPlacement(s.storageWait().toMillis());
         } catch (IOException e) {
+            String why = e instanceof PlacementException p ? explainPlacementFailure(p).getMessage() : e.getMessage();
             throw new IOException(
                     "fragstate: checkpoints of this job cannot be stored (waited "
                             + s.storageWait().toMillis()
                             + " ms, "
                             + FragstateOptions.STORAGE_WAIT.key()
                             + "): "
-                            + explainPlacementFailure(e).getMessage(),
+                            + why,
                     e);
         }
     }
@@ -107,17 +109,14 @@ public final class FragstateNode {
     /**
      * A write that cannot place its k + m fragments (too few live storage nodes or failure
      * domains) gets the names of the settings that decide it, so that a misconfigured cluster
-     * shows in the log what to change; other errors pass unchanged.
+     * shows in the log what to change. The result keeps the counts of {@code e} (and has it as its
+     * cause).
      */
-    public static IOException explainPlacementFailure(IOException e) {
-        String msg = e.getMessage();
-        if (msg == null || !msg.contains("cannot place")) {
-            return e;
-        }
+    public static PlacementException explainPlacementFailure(PlacementException e) {
         FragstateSettings running = running();
         String domain = running == null || running.failureDomain() == null ? "" : " (here: " + running.failureDomain() + ")";
-        return new IOException(
-                msg
+        PlacementException explained = new PlacementException(
+                e.getMessage()
                         + " — every object needs "
                         + FragstateOptions.DATA_FRAGMENTS.key()
                         + " (k) + "
@@ -129,7 +128,13 @@ public final class FragstateNode {
                         + FragstateOptions.BOOTSTRAP.key()
                         + " and "
                         + FragstateOptions.CLUSTER_KEY_FILE.key(),
-                e);
+                e.getNeededFragments(),
+                e.getDataFragments(),
+                e.getParityFragments(),
+                e.getUsableNodes(),
+                e.getFailureDomains());
+        explained.initCause(e);
+        return explained;
     }
 
     /** The settings of the running node, or null. */

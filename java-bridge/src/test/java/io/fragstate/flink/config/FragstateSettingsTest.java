@@ -5,11 +5,11 @@ package io.fragstate.flink.config;
 
 import io.fragstate.flink.FragstateCheckpointStorageFactory;
 import io.fragstate.flink.FragstateStateBackendFactory;
-import io.fragstate.flink.node.FragstateNode;
 
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.IllegalConfigurationException;
 import org.apache.flink.configuration.JobManagerOptions;
+import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.core.fs.FileSystem;
 
 import org.junit.jupiter.api.Test;
@@ -19,8 +19,13 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** Every bound of every option, and the JSON the node starts with. No native library needed. */
+/**
+ * Every bound of every option, and the JSON the node starts with. The bounds come from the native
+ * library ({@link NativeLimits}); these tests check that Java applies each of them, at both ends.
+ */
 class FragstateSettingsTest {
+
+    private static final NativeLimits LIMITS = NativeLimits.get();
 
     private static FragstateSettings settings(String... kv) {
         Configuration c = new Configuration();
@@ -68,53 +73,58 @@ class FragstateSettingsTest {
     }
 
     @Test
-    void dataFragmentsLowerBound() {
-        rejects("fragstate.data-fragments", "0", "1 ≤ k ≤ 32");
-        assertThat(settings("fragstate.data-fragments", "1").dataFragments).isEqualTo(1);
-    }
-
-    @Test
-    void dataFragmentsUpperBound() {
-        rejects("fragstate.data-fragments", "33", "1 ≤ k ≤ 32", "fragstate.parity-fragments", "0");
+    void dataFragmentsBounds() {
+        NativeLimits.Range k = LIMITS.dataFragments();
+        String allowed = k.min() + " ≤ k ≤ " + k.max();
+        rejects("fragstate.data-fragments", String.valueOf(k.min() - 1), allowed);
+        rejects("fragstate.data-fragments", String.valueOf(k.max() + 1), allowed, "fragstate.parity-fragments", "0");
+        assertThat(settings("fragstate.data-fragments", String.valueOf(k.min())).dataFragments).isEqualTo(k.min());
         assertThat(
                         settings(
-                                        "fragstate.data-fragments", "32",
+                                        "fragstate.data-fragments", String.valueOf(k.max()),
                                         "fragstate.parity-fragments", "0",
-                                        "fragstate.local-mesh.nodes", "32")
+                                        "fragstate.local-mesh.nodes", String.valueOf(k.max()))
                                 .dataFragments)
-                .isEqualTo(32);
+                .isEqualTo(k.max());
     }
 
     @Test
-    void parityFragmentsLowerBound() {
-        rejects("fragstate.parity-fragments", "-1", "m ≥ 0");
-        assertThat(settings("fragstate.parity-fragments", "0").parityFragments).isZero();
+    void parityFragmentsBounds() {
+        NativeLimits.Range m = LIMITS.parityFragments();
+        String allowed = m.min() + " ≤ m ≤ " + m.max();
+        rejects("fragstate.parity-fragments", String.valueOf(m.min() - 1), allowed);
+        rejects("fragstate.parity-fragments", String.valueOf(m.max() + 1), allowed, "fragstate.data-fragments", "1");
+        assertThat(settings("fragstate.parity-fragments", String.valueOf(m.min())).parityFragments).isEqualTo(m.min());
     }
 
     @Test
     void totalFragmentsUpperBound() {
+        long total = LIMITS.totalFragments().max();
+        long k = total - 2;
         rejects(
                 "fragstate.parity-fragments",
                 "3",
-                "k + m ≤ 32 (k = fragstate.data-fragments = 30)",
+                "k + m ≤ " + total + " (k = fragstate.data-fragments = " + k + ")",
                 "fragstate.data-fragments",
-                "30",
+                String.valueOf(k),
                 "fragstate.local-mesh.nodes",
-                "40");
+                String.valueOf(total));
         FragstateSettings s =
                 settings(
-                        "fragstate.data-fragments", "30",
+                        "fragstate.data-fragments", String.valueOf(k),
                         "fragstate.parity-fragments", "2",
-                        "fragstate.local-mesh.nodes", "32");
-        assertThat(s.dataFragments + s.parityFragments).isEqualTo(32);
+                        "fragstate.local-mesh.nodes", String.valueOf(total));
+        assertThat(s.dataFragments + s.parityFragments).isEqualTo(total);
     }
 
     @Test
     void cellSizeBounds() {
-        rejects("fragstate.cell-size", "4095", "4 KiB ≤ cell size ≤ 64 MiB");
-        rejects("fragstate.cell-size", String.valueOf(64L * 1024 * 1024 + 1), "4 KiB ≤ cell size ≤ 64 MiB");
-        assertThat(settings("fragstate.cell-size", "4kb").cellSize).isEqualTo(4096);
-        assertThat(settings("fragstate.cell-size", "64mb").cellSize).isEqualTo(64L * 1024 * 1024);
+        NativeLimits.Range cell = LIMITS.cellSize();
+        String allowed = new MemorySize(cell.min()) + " ≤ cell size ≤ " + new MemorySize(cell.max());
+        rejects("fragstate.cell-size", String.valueOf(cell.min() - 1), allowed);
+        rejects("fragstate.cell-size", String.valueOf(cell.max() + 1), allowed);
+        assertThat(settings("fragstate.cell-size", cell.min() + " b").cellSize).isEqualTo(cell.min());
+        assertThat(settings("fragstate.cell-size", cell.max() + " b").cellSize).isEqualTo(cell.max());
     }
 
     @Test
@@ -135,12 +145,14 @@ class FragstateSettingsTest {
 
     @Test
     void zstdLevelBounds() {
-        rejects("fragstate.compression", "zstd:0", "1 ≤ LEVEL ≤ 19");
-        rejects("fragstate.compression", "zstd:20", "1 ≤ LEVEL ≤ 19");
-        rejects("fragstate.compression", "zstd:99999999999", "1 ≤ LEVEL ≤ 19");
+        NativeLimits.Range level = LIMITS.zstdLevel();
+        String allowed = level.min() + " ≤ LEVEL ≤ " + level.max();
+        rejects("fragstate.compression", "zstd:" + (level.min() - 1), allowed);
+        rejects("fragstate.compression", "zstd:" + (level.max() + 1), allowed);
+        rejects("fragstate.compression", "zstd:99999999999", allowed);
         rejects("fragstate.compression", "gzip", "'none', 'zstd' or 'zstd:LEVEL'");
-        assertThat(settings("fragstate.compression", "zstd:1").compression).isEqualTo("zstd:1");
-        assertThat(settings("fragstate.compression", "ZSTD:19").compression).isEqualTo("zstd:19");
+        assertThat(settings("fragstate.compression", "zstd:" + level.min()).compression).isEqualTo("zstd:" + level.min());
+        assertThat(settings("fragstate.compression", "ZSTD:" + level.max()).compression).isEqualTo("zstd:" + level.max());
         assertThat(settings("fragstate.compression", "none").compression).isEqualTo("none");
         assertThat(settings("fragstate.compression", "zstd").compression).isEqualTo("zstd:3");
     }
@@ -156,13 +168,26 @@ class FragstateSettingsTest {
     @Test
     void localMeshMustHoldEveryFragment() {
         rejects("fragstate.local-mesh.nodes", "5", "at least k + m = 6");
-        rejects("fragstate.local-mesh.nodes", "1000", "1 … 256", "fragstate.parity-fragments", "0");
         assertThat(settings("fragstate.local-mesh.nodes", "6").localMeshNodes).isEqualTo(6);
+    }
+
+    /** A mesh larger than the core starts fails here, naming the key, not later in the core. */
+    @Test
+    void localMeshUpperBound() {
+        NativeLimits.Range nodes = LIMITS.localMeshNodes();
+        String allowed = nodes.min() + " ≤ nodes ≤ " + nodes.max();
+        assertThat(nodes.max()).isLessThan(100);
+        rejects("fragstate.local-mesh.nodes", "100", allowed);
+        rejects("fragstate.local-mesh.nodes", String.valueOf(nodes.max() + 1), allowed, "fragstate.parity-fragments", "0");
+        assertThat(settings("fragstate.local-mesh.nodes", String.valueOf(nodes.max())).localMeshNodes)
+                .isEqualTo(nodes.max());
     }
 
     @Test
     void storeMemoryLowerBound() {
-        rejects("fragstate.store.memory", "1 kb", "at least 4 KiB");
+        long min = LIMITS.storeMemory().min();
+        rejects("fragstate.store.memory", (min - 1) + " b", "at least " + new MemorySize(min));
+        assertThat(settings("fragstate.store.memory", min + " b").storeMemory).isEqualTo(min);
         assertThat(settings("fragstate.store.memory", "64mb").storeMemory).isEqualTo(64L << 20);
     }
 
@@ -256,22 +281,6 @@ class FragstateSettingsTest {
         rejects("fragstate.failure-domain", " ", "'process'", cluster);
         rejects("fragstate.failure-domain", "a\tb", "printable", cluster);
         rejects("fragstate.failure-domain", "x".repeat(129), "128 characters", cluster);
-    }
-
-    @Test
-    void placementFailuresNameTheSettings() {
-        java.io.IOException e =
-                FragstateNode.explainPlacementFailure(
-                        new java.io.IOException(
-                                "cannot place 8 fragments (k=6 + m=2): only 6 usable storage nodes in 6"
-                                        + " failure domains are live"));
-        assertThat(e.getMessage())
-                .contains("cannot place 8 fragments (k=6 + m=2)")
-                .contains("fragstate.data-fragments")
-                .contains("fragstate.parity-fragments")
-                .contains("fragstate.failure-domain");
-        java.io.IOException other = new java.io.IOException("object not found");
-        assertThat(FragstateNode.explainPlacementFailure(other)).isSameAs(other);
     }
 
     @Test

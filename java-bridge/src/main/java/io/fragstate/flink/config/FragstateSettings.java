@@ -14,6 +14,8 @@ import org.apache.flink.configuration.IllegalConfigurationException;
 import org.apache.flink.configuration.JobManagerOptions;
 import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.configuration.ReadableConfig;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.io.IOException;
 import java.net.InetAddress;
@@ -49,6 +51,7 @@ public final class FragstateSettings implements java.io.Serializable {
         ROCKSDB
     }
 
+    private static final ObjectMapper JSON = new ObjectMapper();
     private static final Pattern ZSTD = Pattern.compile("zstd:(-?\\d+)");
 
     final Mode mode;
@@ -171,56 +174,43 @@ public final class FragstateSettings implements java.io.Serializable {
      * process's own node holds it.
      */
     public String toStartJson() {
-        String json = toNodeJson();
+        ObjectNode json = nodeConfig();
         if (mode == Mode.CLUSTER && listen == null) {
-            StringBuilder sb = new StringBuilder(json.substring(0, json.length() - 1)).append(',');
-            field(sb, "listen", defaultListen());
-            return sb.append('}').toString();
+            json.put("listen", defaultListen());
         }
-        return json;
+        return json.toString();
     }
 
     /** The settings as the node sees them (unset values left out); compared across entry points. */
     public String toNodeJson() {
-        StringBuilder sb = new StringBuilder("{");
-        field(sb, "mode", mode.name().toLowerCase(Locale.ROOT));
-        sb.append(",\"dataFragments\":").append(dataFragments);
-        sb.append(",\"parityFragments\":").append(parityFragments);
-        sb.append(",\"cellSize\":").append(cellSize);
-        sb.append(',');
-        field(sb, "compression", compression);
+        return nodeConfig().toString();
+    }
+
+    /** The flat JSON object {@link FragstateNative#startNode} documents. */
+    private ObjectNode nodeConfig() {
+        ObjectNode json = JSON.createObjectNode();
+        json.put("mode", mode.name().toLowerCase(Locale.ROOT));
+        json.put("dataFragments", dataFragments);
+        json.put("parityFragments", parityFragments);
+        json.put("cellSize", cellSize);
+        json.put("compression", compression);
         if (mode == Mode.EMBEDDED) {
-            sb.append(",\"localMeshNodes\":").append(localMeshNodes);
+            json.put("localMeshNodes", localMeshNodes);
         }
-        sb.append(",\"storeDir\":");
-        if (storeDir == null) {
-            sb.append("null");
-        } else {
-            quote(sb, storeDir);
-        }
+        json.put("storeDir", storeDir); // null: fragments in memory
         if (storeMemory != null) {
-            sb.append(",\"storeMemory\":").append(storeMemory);
+            json.put("storeMemory", storeMemory);
         }
-        sb.append(',');
-        field(sb, "logLevel", logLevel());
+        json.put("logLevel", logLevel());
         if (mode == Mode.CLUSTER) {
             if (listen != null) {
-                sb.append(',');
-                field(sb, "listen", listen);
+                json.put("listen", listen);
             }
-            sb.append(",\"bootstrap\":[");
-            for (int i = 0; i < bootstrap.size(); i++) {
-                if (i > 0) {
-                    sb.append(',');
-                }
-                quote(sb, bootstrap.get(i));
-            }
-            sb.append("],");
-            field(sb, "clusterKeyFile", clusterKeyFile);
-            sb.append(',');
-            field(sb, "failureDomain", failureDomain);
+            bootstrap.forEach(json.putArray("bootstrap")::add);
+            json.put("clusterKeyFile", clusterKeyFile);
+            json.put("failureDomain", failureDomain);
         }
-        return sb.append('}').toString();
+        return json;
     }
 
     /** The native side logs through SLF4J ({@code jni.NativeLog}); it need not produce what SLF4J drops. */
@@ -361,7 +351,7 @@ public final class FragstateSettings implements java.io.Serializable {
     }
 
     /** 'host', 'process' or a printable label; the node resolves the first two (Rust side). */
-    static String failureDomain(String v) {
+    private static String failureDomain(String v) {
         String s = v == null ? "" : v.trim();
         boolean printable = !s.isEmpty() && s.length() <= 128 && s.chars().allMatch(c -> c >= 0x20 && c != 0x7f);
         if (!printable) {
@@ -397,7 +387,7 @@ public final class FragstateSettings implements java.io.Serializable {
         return out;
     }
 
-    static String hostMultiaddr(String host, int port) {
+    private static String hostMultiaddr(String host, int port) {
         String proto;
         if (host.matches("\\d{1,3}(\\.\\d{1,3}){3}")) {
             proto = "ip4";
@@ -419,42 +409,5 @@ public final class FragstateSettings implements java.io.Serializable {
         } catch (IOException taken) {
             return "/ip4/0.0.0.0/tcp/0";
         }
-    }
-
-    private static void field(StringBuilder sb, String name, String value) {
-        quote(sb, name);
-        sb.append(':');
-        quote(sb, value);
-    }
-
-    static void quote(StringBuilder sb, String s) {
-        sb.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"':
-                    sb.append("\\\"");
-                    break;
-                case '\\':
-                    sb.append("\\\\");
-                    break;
-                case '\n':
-                    sb.append("\\n");
-                    break;
-                case '\r':
-                    sb.append("\\r");
-                    break;
-                case '\t':
-                    sb.append("\\t");
-                    break;
-                default:
-                    if (c < 0x20) {
-                        sb.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        sb.append(c);
-                    }
-            }
-        }
-        sb.append('"');
     }
 }

@@ -43,7 +43,7 @@ public class FragstateFileSystemFactory implements FileSystemFactory {
     @Override
     public void configure(Configuration config) {
         FragstateSettings settings = FragstateSettings.fromConfig(config);
-        if (settings.mode() == FragstateSettings.Mode.EMBEDDED && !config.toMap().isEmpty()) {
+        if (settings.mode() == FragstateOptions.Mode.EMBEDDED && !config.toMap().isEmpty()) {
             // FileSystem.initialize runs in JobManager/TaskManager processes (a MiniCluster never
             // calls it): there every process would get a mesh of its own.
             LOG.warn(
@@ -56,7 +56,7 @@ public class FragstateFileSystemFactory implements FileSystemFactory {
                     FragstateOptions.MODE.key());
         }
         FragstateNode.configure(settings);
-        if (settings.mode() == FragstateSettings.Mode.CLUSTER && calledAtClusterProcessStart()) {
+        if (settings.mode() == FragstateOptions.Mode.CLUSTER && calledAtClusterProcessStart()) {
             try {
                 FragstateNode.ensureStarted();
             } catch (IOException e) {

@@ -8,6 +8,7 @@ import org.apache.flink.configuration.ConfigOptions;
 import org.apache.flink.configuration.MemorySize;
 
 import java.time.Duration;
+import java.util.Locale;
 
 /**
  * Every fragstate option, in one place (Flink's own plugins do the same). Values are checked by
@@ -25,10 +26,32 @@ public final class FragstateOptions {
     /** The JobManager node's fixed port: the default bootstrap address of every other node. */
     public static final int DEFAULT_PORT = 6130;
 
-    public static final ConfigOption<String> MODE =
+    /** Values of {@link #MODE}; written and shown in lower case, read in any case. */
+    public enum Mode {
+        EMBEDDED,
+        CLUSTER;
+
+        @Override
+        public String toString() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
+    /** Values of {@link #LOCAL_BACKEND}; written and shown in lower case, read in any case. */
+    public enum LocalBackend {
+        HASHMAP,
+        ROCKSDB;
+
+        @Override
+        public String toString() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
+    public static final ConfigOption<Mode> MODE =
             ConfigOptions.key("fragstate.mode")
-                    .stringType()
-                    .defaultValue("embedded")
+                    .enumType(Mode.class)
+                    .defaultValue(Mode.EMBEDDED)
                     .withDescription(
                             "'embedded': an in-process mesh of fragstate.local-mesh.nodes nodes"
                                     + " in every JVM (MiniCluster, IDE, single-process tests; state"
@@ -140,10 +163,10 @@ public final class FragstateOptions {
                                     + " an embedded mesh; at least 4 kb). A full store fails the write"
                                     + " with a clear error; nothing is dropped silently.");
 
-    public static final ConfigOption<String> LOCAL_BACKEND =
+    public static final ConfigOption<LocalBackend> LOCAL_BACKEND =
             ConfigOptions.key("fragstate.local-backend")
-                    .stringType()
-                    .defaultValue("hashmap")
+                    .enumType(LocalBackend.class)
+                    .defaultValue(LocalBackend.HASHMAP)
                     .withDescription(
                             "Where FragstateStateBackend keeps working state: 'hashmap' (Flink's"
                                     + " HashMapStateBackend) or 'rocksdb' (EmbeddedRocksDBStateBackend;"

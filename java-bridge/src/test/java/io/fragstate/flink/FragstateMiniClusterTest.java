@@ -72,7 +72,7 @@ class FragstateMiniClusterTest {
     private static Configuration jobConfig(String authority, String localBackend) {
         Configuration c = new Configuration();
         c.set(StateBackendOptions.STATE_BACKEND, FragstateStateBackendFactory.class.getName());
-        c.set(FragstateOptions.LOCAL_BACKEND, localBackend);
+        c.setString(FragstateOptions.LOCAL_BACKEND.key(), localBackend);
         c.set(FragstateOptions.CHECKPOINT_DIR, "fragstate://" + authority + "/checkpoints");
         c.set(CheckpointingOptions.INCREMENTAL_CHECKPOINTS, true);
         c.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofMillis(200));

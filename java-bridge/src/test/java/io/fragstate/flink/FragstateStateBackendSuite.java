@@ -56,7 +56,7 @@ abstract class FragstateStateBackendSuite extends StateBackendTestBase<Fragstate
     }
 
     /** The configuration of a backend with {@code localBackend} that checkpoints under {@code fragstate://authority/}. */
-    static Configuration fragstateConfig(String localBackend, String authority) {
+    static Configuration fragstateConfig(FragstateOptions.LocalBackend localBackend, String authority) {
         Configuration c = new Configuration();
         c.set(FragstateOptions.LOCAL_BACKEND, localBackend);
         c.set(FragstateOptions.CHECKPOINT_DIR, "fragstate://" + authority + "/checkpoints");

@@ -4,6 +4,8 @@
 package io.fragstate.flink.config;
 
 import io.fragstate.flink.FragstateOptions;
+import io.fragstate.flink.FragstateOptions.LocalBackend;
+import io.fragstate.flink.FragstateOptions.Mode;
 import io.fragstate.flink.fs.FragstateFileSystem;
 import io.fragstate.flink.jni.FragstateNative;
 
@@ -41,16 +43,6 @@ public final class FragstateSettings implements java.io.Serializable {
 
     private static final long serialVersionUID = 1L;
 
-    public enum Mode {
-        EMBEDDED,
-        CLUSTER
-    }
-
-    public enum LocalBackend {
-        HASHMAP,
-        ROCKSDB
-    }
-
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Pattern ZSTD = Pattern.compile("zstd:(-?\\d+)");
 
@@ -72,7 +64,7 @@ public final class FragstateSettings implements java.io.Serializable {
 
     private FragstateSettings(ReadableConfig config) {
         NativeLimits limits = NativeLimits.get();
-        this.mode = parseEnum(config, FragstateOptions.MODE, Mode.class);
+        this.mode = getEnum(config, FragstateOptions.MODE, Mode.class);
         this.dataFragments = get(config, FragstateOptions.DATA_FRAGMENTS);
         requireWithin(FragstateOptions.DATA_FRAGMENTS, dataFragments, limits.dataFragments(), "k");
         this.parityFragments = get(config, FragstateOptions.PARITY_FRAGMENTS);
@@ -114,7 +106,7 @@ public final class FragstateSettings implements java.io.Serializable {
             throw bad(FragstateOptions.STORE_MEMORY, mem, allowed);
         }
         this.storeMemory = mem == null ? null : mem.getBytes();
-        this.localBackend = parseEnum(config, FragstateOptions.LOCAL_BACKEND, LocalBackend.class);
+        this.localBackend = getEnum(config, FragstateOptions.LOCAL_BACKEND, LocalBackend.class);
         this.checkpointDir = parseCheckpointDir(checkpointDirValue(config));
         this.storageWait = get(config, FragstateOptions.STORAGE_WAIT);
         if (storageWait.isNegative()) {
@@ -189,7 +181,7 @@ public final class FragstateSettings implements java.io.Serializable {
     /** The flat JSON object {@link FragstateNative#startNode} documents. */
     private ObjectNode nodeConfig() {
         ObjectNode json = JSON.createObjectNode();
-        json.put("mode", mode.name().toLowerCase(Locale.ROOT));
+        json.put("mode", mode.toString());
         json.put("dataFragments", dataFragments);
         json.put("parityFragments", parityFragments);
         json.put("cellSize", cellSize);
@@ -271,20 +263,17 @@ public final class FragstateSettings implements java.io.Serializable {
         }
     }
 
-    private static <E extends Enum<E>> E parseEnum(
-            ReadableConfig config, ConfigOption<String> option, Class<E> type) {
-        String v = get(config, option);
-        String s = v == null ? "" : v.trim();
-        for (E e : type.getEnumConstants()) {
-            if (e.name().equalsIgnoreCase(s)) {
-                return e;
+    /** {@code config.get} of an enum option (any case); a bad value names the allowed ones. */
+    private static <E extends Enum<E>> E getEnum(ReadableConfig config, ConfigOption<E> option, Class<E> type) {
+        try {
+            return config.get(option);
+        } catch (IllegalArgumentException e) {
+            List<String> names = new ArrayList<>();
+            for (E value : type.getEnumConstants()) {
+                names.add(value.toString());
             }
+            throw bad(option, config.toMap().get(option.key()), "one of " + String.join(" | ", names));
         }
-        List<String> names = new ArrayList<>();
-        for (E e : type.getEnumConstants()) {
-            names.add(e.name().toLowerCase(Locale.ROOT));
-        }
-        throw bad(option, v, "one of " + String.join(" | ", names));
     }
 
     private static String parseCompression(String v, NativeLimits.Range levels) {

@@ -4,6 +4,9 @@
 package io.fragstate.flink.config;
 
 import io.fragstate.flink.FragstateCheckpointStorageFactory;
+import io.fragstate.flink.FragstateOptions;
+import io.fragstate.flink.FragstateOptions.LocalBackend;
+import io.fragstate.flink.FragstateOptions.Mode;
 import io.fragstate.flink.FragstateStateBackendFactory;
 
 import org.apache.flink.configuration.Configuration;
@@ -51,8 +54,8 @@ class FragstateSettingsTest {
     @Test
     void defaults() {
         FragstateSettings s = settings();
-        assertThat(s.mode()).isEqualTo(FragstateSettings.Mode.EMBEDDED);
-        assertThat(s.localBackend()).isEqualTo(FragstateSettings.LocalBackend.HASHMAP);
+        assertThat(s.mode()).isEqualTo(Mode.EMBEDDED);
+        assertThat(s.localBackend()).isEqualTo(LocalBackend.HASHMAP);
         assertThat(s.checkpointDir().toString()).isEqualTo("fragstate://flink/checkpoints");
         assertThat(s.toNodeJson())
                 .startsWith(
@@ -162,7 +165,28 @@ class FragstateSettingsTest {
         rejects("fragstate.local-backend", "forst", "hashmap | rocksdb");
         rejects("fragstate.mode", "p2p", "embedded | cluster");
         assertThat(settings("fragstate.local-backend", "RocksDB").localBackend())
-                .isEqualTo(FragstateSettings.LocalBackend.ROCKSDB);
+                .isEqualTo(LocalBackend.ROCKSDB);
+    }
+
+    /**
+     * The spellings OPTIONS.md documents (lower case) are read in any case, as config.yaml always
+     * accepted them, and a value set in code is written back in the documented spelling.
+     */
+    @Test
+    void enumOptionsKeepTheirDocumentedSpellings() {
+        assertThat(settings("fragstate.local-backend", "hashmap").localBackend()).isEqualTo(LocalBackend.HASHMAP);
+        assertThat(settings("fragstate.local-backend", "rocksdb").localBackend()).isEqualTo(LocalBackend.ROCKSDB);
+        assertThat(settings("fragstate.local-backend", "ROCKSDB").localBackend()).isEqualTo(LocalBackend.ROCKSDB);
+        assertThat(settings("fragstate.mode", "embedded").mode()).isEqualTo(Mode.EMBEDDED);
+        assertThat(settings("fragstate.mode", "Embedded").mode()).isEqualTo(Mode.EMBEDDED);
+        assertThat(settings("fragstate.mode", "CLUSTER", "fragstate.cluster-key-file", "/k", JobManagerOptions.ADDRESS.key(), "jm").mode())
+                .isEqualTo(Mode.CLUSTER);
+        Configuration c = new Configuration();
+        c.set(FragstateOptions.MODE, Mode.CLUSTER);
+        c.set(FragstateOptions.LOCAL_BACKEND, LocalBackend.ROCKSDB);
+        assertThat(c.toMap())
+                .containsEntry("fragstate.mode", "cluster")
+                .containsEntry("fragstate.local-backend", "rocksdb");
     }
 
     @Test

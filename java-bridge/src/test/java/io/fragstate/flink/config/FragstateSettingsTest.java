@@ -15,6 +15,7 @@ import org.apache.flink.configuration.JobManagerOptions;
 import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.core.fs.FileSystem;
 
+import org.assertj.core.api.AbstractThrowableAssert;
 import org.junit.jupiter.api.Test;
 
 import java.util.Map;
@@ -44,11 +45,22 @@ class FragstateSettingsTest {
         kv[0] = key;
         kv[1] = value;
         System.arraycopy(more, 0, kv, 2, more.length);
-        assertThatThrownBy(() -> settings(kv))
+        refused(kv).hasMessageContaining(allowed);
+    }
+
+    /** Asserts that {@code kv} (key and value first) fails naming the key and the value. */
+    private static AbstractThrowableAssert<?, ? extends Throwable> refused(String... kv) {
+        return assertThatThrownBy(() -> settings(kv))
                 .isInstanceOf(IllegalConfigurationException.class)
-                .hasMessageContaining(key)
-                .hasMessageContaining(value)
-                .hasMessageContaining(allowed);
+                .hasMessageContaining(kv[0])
+                .hasMessageContaining(kv[1]);
+    }
+
+    /** The values just below and just above {@code range} are both refused. */
+    private static void rejectsJustOutside(
+            String key, String prefix, NativeLimits.Range range, String allowed, String... more) {
+        rejects(key, prefix + (range.min() - 1), allowed, more);
+        rejects(key, prefix + (range.max() + 1), allowed, more);
     }
 
     @Test
@@ -69,18 +81,14 @@ class FragstateSettingsTest {
         assertThat(settings().storageWait()).isEqualTo(java.time.Duration.ofSeconds(30));
         assertThat(settings("fragstate.storage-wait", "2 min").storageWait()).isEqualTo(java.time.Duration.ofMinutes(2));
         assertThat(settings("fragstate.storage-wait", "0 s").storageWait()).isZero();
-        assertThatThrownBy(() -> settings("fragstate.storage-wait", "soon"))
-                .isInstanceOf(IllegalConfigurationException.class)
-                .hasMessageContaining("fragstate.storage-wait")
-                .hasMessageContaining("soon");
+        refused("fragstate.storage-wait", "soon");
     }
 
     @Test
     void dataFragmentsBounds() {
         NativeLimits.Range k = LIMITS.dataFragments();
         String allowed = k.min() + " ≤ k ≤ " + k.max();
-        rejects("fragstate.data-fragments", String.valueOf(k.min() - 1), allowed);
-        rejects("fragstate.data-fragments", String.valueOf(k.max() + 1), allowed, "fragstate.parity-fragments", "0");
+        rejectsJustOutside("fragstate.data-fragments", "", k, allowed, "fragstate.parity-fragments", "0");
         assertThat(settings("fragstate.data-fragments", String.valueOf(k.min())).dataFragments).isEqualTo(k.min());
         assertThat(
                         settings(
@@ -95,8 +103,7 @@ class FragstateSettingsTest {
     void parityFragmentsBounds() {
         NativeLimits.Range m = LIMITS.parityFragments();
         String allowed = m.min() + " ≤ m ≤ " + m.max();
-        rejects("fragstate.parity-fragments", String.valueOf(m.min() - 1), allowed);
-        rejects("fragstate.parity-fragments", String.valueOf(m.max() + 1), allowed, "fragstate.data-fragments", "1");
+        rejectsJustOutside("fragstate.parity-fragments", "", m, allowed, "fragstate.data-fragments", "1");
         assertThat(settings("fragstate.parity-fragments", String.valueOf(m.min())).parityFragments).isEqualTo(m.min());
     }
 
@@ -124,34 +131,26 @@ class FragstateSettingsTest {
     void cellSizeBounds() {
         NativeLimits.Range cell = LIMITS.cellSize();
         String allowed = new MemorySize(cell.min()) + " ≤ cell size ≤ " + new MemorySize(cell.max());
-        rejects("fragstate.cell-size", String.valueOf(cell.min() - 1), allowed);
-        rejects("fragstate.cell-size", String.valueOf(cell.max() + 1), allowed);
+        rejectsJustOutside("fragstate.cell-size", "", cell, allowed);
         assertThat(settings("fragstate.cell-size", cell.min() + " b").cellSize).isEqualTo(cell.min());
         assertThat(settings("fragstate.cell-size", cell.max() + " b").cellSize).isEqualTo(cell.max());
     }
 
     @Test
     void cellSizeUnparsable() {
-        assertThatThrownBy(() -> settings("fragstate.cell-size", "lots"))
-                .isInstanceOf(IllegalConfigurationException.class)
-                .hasMessageContaining("fragstate.cell-size")
-                .hasMessageContaining("lots");
+        refused("fragstate.cell-size", "lots");
     }
 
     @Test
     void intOptionUnparsable() {
-        assertThatThrownBy(() -> settings("fragstate.data-fragments", "four"))
-                .isInstanceOf(IllegalConfigurationException.class)
-                .hasMessageContaining("fragstate.data-fragments")
-                .hasMessageContaining("four");
+        refused("fragstate.data-fragments", "four");
     }
 
     @Test
     void zstdLevelBounds() {
         NativeLimits.Range level = LIMITS.zstdLevel();
         String allowed = level.min() + " ≤ LEVEL ≤ " + level.max();
-        rejects("fragstate.compression", "zstd:" + (level.min() - 1), allowed);
-        rejects("fragstate.compression", "zstd:" + (level.max() + 1), allowed);
+        rejectsJustOutside("fragstate.compression", "zstd:", level, allowed);
         rejects("fragstate.compression", "zstd:99999999999", allowed);
         rejects("fragstate.compression", "gzip", "'none', 'zstd' or 'zstd:LEVEL'");
         assertThat(settings("fragstate.compression", "zstd:" + level.min()).compression).isEqualTo("zstd:" + level.min());

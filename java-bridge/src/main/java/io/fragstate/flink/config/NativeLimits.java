@@ -58,7 +58,7 @@ public final class NativeLimits {
         return l;
     }
 
-    static NativeLimits parse(String json) {
+    private static NativeLimits parse(String json) {
         try {
             return new NativeLimits(JSON.readTree(json));
         } catch (JsonProcessingException e) {

@@ -71,7 +71,7 @@ public final class FragstateMetrics {
     private FragstateMetrics() {}
 
     /** The current counters; throws if the node cannot answer. */
-    public static synchronized JsonNode stats() throws IOException {
+    private static synchronized JsonNode stats() throws IOException {
         long now = System.nanoTime();
         if (cached == null || now - cachedAt > MAX_AGE_NANOS) {
             cached = JSON.readTree(FragstateNode.stats());
@@ -118,7 +118,7 @@ public final class FragstateMetrics {
     }
 
     /** Adds the {@code fragstate} group with every gauge to {@code parent} unless already there. */
-    public static void register(MetricGroup parent) {
+    static void register(MetricGroup parent) {
         synchronized (REGISTERED) {
             if (!REGISTERED.add(parent)) {
                 return;

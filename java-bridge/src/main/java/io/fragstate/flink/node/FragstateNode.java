@@ -161,7 +161,7 @@ public final class FragstateNode {
     }
 
     /** The node's counters as JSON (see {@link FragstateNative#nodeStats}). */
-    public static String stats() throws IOException {
+    static String stats() throws IOException {
         ensureStarted();
         return FragstateNative.nodeStats();
     }

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 RATE=${1:-200mbit}
 MIB=${2:-100}
 NODES=6
-if [ -n "${FRAGSTATE_BIN:-}" ]; then B=$FRAGSTATE_BIN; else cargo build --release -p fragstate --bin fragstate >/dev/null; B=$PWD/target/release/fragstate; fi
+if [ -n "${FRAGSTATE_BIN:-}" ]; then B=$FRAGSTATE_BIN; else cargo build --release -p fragstate-cli --bin fragstate >/dev/null; B=$PWD/target/release/fragstate; fi
 T=$(mktemp -d)
 P=fsb$$
 : > "$T/pids"

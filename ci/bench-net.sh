@@ -12,7 +12,7 @@ SIZE=${1:-1GiB}
 if [ -n "${FRAGSTATE_BIN:-}" ]; then
   B=$FRAGSTATE_BIN
 else
-  cargo build --release -p fragstate --bin fragstate >/dev/null
+  cargo build --release -p fragstate-cli --bin fragstate >/dev/null
   B=$PWD/target/release/fragstate
 fi
 T=$(mktemp -d)

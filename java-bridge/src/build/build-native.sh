@@ -17,11 +17,11 @@ if [ "$skip" != "true" ]; then
     echo "  Or build $lib yourself and pass -Dfragstate.skipCargo=true." >&2
     exit 1
   fi
-  echo "fragstate-flink: cargo build --profile $profile -p fragstate --locked"
-  cargo build --profile "$profile" -p fragstate --locked
+  echo "fragstate-flink: cargo build --profile $profile -p fragstate-jni --locked"
+  cargo build --profile "$profile" -p fragstate-jni --locked
 fi
 if [ ! -f "$lib" ]; then
-  echo "fragstate-flink: $lib is missing (cargo build --profile $profile -p fragstate produces it)" >&2
+  echo "fragstate-flink: $lib is missing (cargo build --profile $profile -p fragstate-jni produces it)" >&2
   exit 1
 fi
 mkdir -p "$dest/native/linux-x86_64"

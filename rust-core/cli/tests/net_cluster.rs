@@ -1,0 +1,486 @@
+//! Multi-process tests of the network: real `fragstate node` processes on
+//! loopback (free ports), the `fragstate` client commands, `kill -9`, the
+//! cluster key, restarts of disk-backed nodes, missed deletes, repair,
+//! reclaim and malformed frames. The tests run one at a time (a lock), so
+//! that two clusters never compete for the two cores.
+//!
+//! Waiting loops poll for a state with a generous deadline; no assertion
+//! is about speed.
+
+mod common;
+use common::payload;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const EXE: &str = env!("CARGO_BIN_EXE_fragstate");
+static SERIAL: Mutex<()> = Mutex::new(());
+
+
+struct NodeProc {
+    child: Option<Child>,
+    peer: String,
+    addr: String,
+    args: Vec<String>,
+    log: PathBuf,
+}
+
+struct Cluster {
+    dir: tempfile::TempDir,
+    key: PathBuf,
+    nodes: Vec<NodeProc>,
+}
+
+fn spawn_node(args: &[String], log: &Path) -> (Child, String, String) {
+    let logf = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+    let mut child = Command::new(EXE)
+        .arg("node")
+        .args(args)
+        .env("FRAGSTATE_LOG", "info,libp2p_swarm=warn,libp2p_kad=warn")
+        .stdout(Stdio::piped())
+        .stderr(logf)
+        .spawn()
+        .expect("spawn fragstate node");
+    let out = BufReader::new(child.stdout.take().unwrap());
+    let (mut peer, mut addr) = (String::new(), String::new());
+    for line in out.lines() {
+        let line = line.unwrap();
+        if let Some(p) = line.strip_prefix("PEER ") {
+            peer = p.to_string();
+        }
+        if let Some(a) = line.strip_prefix("LISTEN ") {
+            addr = a.to_string();
+            break;
+        }
+    }
+    assert!(!addr.is_empty(), "node did not print its address; log:\n{}", std::fs::read_to_string(log).unwrap_or_default());
+    (child, peer, addr)
+}
+
+impl Cluster {
+    fn new() -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("cluster.key");
+        let out = Command::new(EXE).arg("keygen").arg(&key).output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        Cluster { dir, key, nodes: Vec::new() }
+    }
+
+    /// Starts `n` storage nodes with extra arguments; `disk` gives each a store directory.
+    fn start(&mut self, n: usize, disk: bool, extra: &[&str]) {
+        for _ in 0..n {
+            let i = self.nodes.len();
+            let mut args: Vec<String> = vec!["--listen".into(), "/ip4/127.0.0.1/tcp/0".into(), "--domain".into(), format!("host-{i}")];
+            args.extend(["--key-file".into(), self.key.display().to_string()]);
+            if disk {
+                args.extend(["--store-dir".into(), self.dir.path().join(format!("store-{i}")).display().to_string(), "--no-fsync".into()]);
+            } else {
+                args.extend(["--memory".into(), "1GiB".into()]);
+            }
+            if let Some(first) = self.nodes.first() {
+                args.extend(["--bootstrap".into(), first.addr.clone()]);
+            }
+            args.extend(extra.iter().map(|s| s.to_string()));
+            let log = self.dir.path().join(format!("node-{i}.log"));
+            let (child, peer, addr) = spawn_node(&args, &log);
+            self.nodes.push(NodeProc { child: Some(child), peer, addr, args, log });
+        }
+        self.wait_live(self.alive());
+    }
+
+    fn alive(&self) -> usize {
+        self.nodes.iter().filter(|n| n.child.is_some()).count()
+    }
+
+    fn kill9(&mut self, i: usize) {
+        let mut c = self.nodes[i].child.take().expect("node is running");
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+
+    fn restart(&mut self, i: usize) {
+        assert!(self.nodes[i].child.is_none());
+        let args = self.nodes[i].args.clone();
+        let (child, peer, addr) = spawn_node(&args, &self.nodes[i].log.clone());
+        assert_eq!(peer, self.nodes[i].peer, "a disk-backed node keeps its peer id");
+        self.nodes[i].child = Some(child);
+        self.nodes[i].addr = addr;
+    }
+
+    fn index_of(&self, peer: &str) -> usize {
+        self.nodes.iter().position(|n| n.peer == peer).unwrap_or_else(|| panic!("unknown peer {peer}"))
+    }
+
+    fn bootstrap_args(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        for n in self.nodes.iter().filter(|n| n.child.is_some()) {
+            v.extend(["--bootstrap".to_string(), n.addr.clone()]);
+        }
+        v
+    }
+
+    /// Runs a client command against the running nodes (with the key), waiting for `nodes` storage nodes.
+    fn cli(&self, args: &[&str], nodes: usize) -> Output {
+        self.cli_with_key(args, nodes, &["--key-file", &self.key.display().to_string()])
+    }
+
+    fn cli_with_key(&self, args: &[&str], nodes: usize, key: &[&str]) -> Output {
+        Command::new(EXE)
+            .args(args)
+            .args(self.bootstrap_args())
+            .args(key)
+            .args(["--wait-nodes", &nodes.to_string(), "--wait-timeout", "20"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn put(&self, data: &[u8], path: &str, coding: &[&str]) -> Vec<String> {
+        let src = self.dir.path().join("put.tmp");
+        std::fs::write(&src, data).unwrap();
+        let mut args = vec!["put", "--overwrite", src.to_str().unwrap(), path];
+        args.extend_from_slice(coding);
+        let out = self.cli(&args, self.alive());
+        assert!(out.status.success(), "put {path} failed: {}", text(&out));
+        holders(&String::from_utf8_lossy(&out.stdout))
+    }
+
+    fn get(&self, path: &str) -> Result<Vec<u8>, String> {
+        let dst = self.dir.path().join("get.tmp");
+        let _ = std::fs::remove_file(&dst);
+        let out = self.cli(&["get", path, dst.to_str().unwrap()], self.alive());
+        if out.status.success() {
+            Ok(std::fs::read(&dst).unwrap())
+        } else {
+            Err(text(&out))
+        }
+    }
+
+    /// `key=value` records of `fragstate stats`, one map per node.
+    fn stats(&self) -> Vec<std::collections::HashMap<String, String>> {
+        let out = self.cli(&["stats"], self.alive());
+        assert!(out.status.success(), "stats failed: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("node="))
+            .map(|l| l.split(' ').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect())
+            .collect()
+    }
+
+    fn stat_sum(&self, field: &str) -> u64 {
+        self.stats().iter().map(|m| m[field].parse::<u64>().unwrap()).sum()
+    }
+
+    /// Polls `cond` for up to 60 s.
+    fn wait_for(&self, what: &str, mut cond: impl FnMut(&Cluster) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if cond(self) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        panic!("timed out waiting for {what}; logs in {}", self.dir.path().display());
+    }
+
+    fn wait_live(&self, n: usize) {
+        let out = self.cli(&["ls", "/"], n);
+        assert!(out.status.success(), "cluster of {n} did not form: {}", text(&out));
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for n in &mut self.nodes {
+            if let Some(mut c) = n.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        if std::thread::panicking() {
+            for n in &self.nodes {
+                eprintln!("---- {} ----\n{}", n.log.display(), std::fs::read_to_string(&n.log).unwrap_or_default());
+            }
+        }
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!("status {:?}\nstdout: {}\nstderr: {}", o.status, String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn holders(put_stdout: &str) -> Vec<String> {
+    let list = put_stdout.split("holders [").nth(1).and_then(|s| s.split(']').next()).unwrap_or_else(|| panic!("no holders in {put_stdout:?}"));
+    list.split(", ").map(|s| s.to_string()).collect()
+}
+
+const SMALL_CELLS: &[&str] = &["--cell-size", "64KiB"];
+
+#[test]
+fn sizes_round_trip_and_survive_m_kills_at_once_but_not_m_plus_1() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = Cluster::new();
+    c.start(6, false, &["--repair-rate", "0"]);
+    let sizes = [0usize, 1, 65535, 4 * 65536 + 3, 3 << 20, 24 << 20];
+    let mut objs = Vec::new();
+    for (i, &n) in sizes.iter().enumerate() {
+        let data = payload(n, i as u64);
+        let path = format!("/job/chk-1/obj-{n}");
+        let h = c.put(&data, &path, SMALL_CELLS);
+        assert_eq!(h.len(), 6);
+        assert_eq!(c.get(&path).unwrap(), data, "{path}");
+        objs.push((path, data, h));
+    }
+    let out = c.cli(&["ls", "/job/"], 6);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), sizes.len(), "{}", text(&out));
+    // Too few nodes for k + m: an error with the numbers, nothing written.
+    let src = c.dir.path().join("small.bin");
+    std::fs::write(&src, b"x").unwrap();
+    let out = c.cli(&["put", src.to_str().unwrap(), "/job/too-wide", "--k", "6", "--m", "2"], 6);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot place 8 fragments (k=6 + m=2)"), "{err}");
+
+    // Kill m = 2 holders of the largest object at once (not the first node, the others' bootstrap).
+    let (path, data, h) = objs.last().unwrap().clone();
+    let victims: Vec<usize> = h.iter().map(|p| c.index_of(p)).filter(|&i| i != 0).take(2).collect();
+    for &v in &victims {
+        c.kill9(v);
+    }
+    for (p, d, _) in &objs {
+        assert_eq!(&c.get(p).unwrap(), d, "{p} after killing 2 holders");
+    }
+
+    // One more (m + 1 lost): the read fails and names the missing fragments.
+    let third = h.iter().map(|p| c.index_of(p)).find(|&i| i != 0 && !victims.contains(&i)).unwrap();
+    c.kill9(third);
+    let e = c.get(&path).unwrap_err();
+    assert!(e.contains("cannot be rebuilt") && e.contains("missing fragments"), "{e}");
+    let _ = data;
+
+    // A recursive delete removes everything under the prefix on the live nodes.
+    let out = c.cli(&["rm", "-r", "/job"], c.alive());
+    assert!(out.status.success(), "{}", text(&out));
+    let out = c.cli(&["ls", "/job/"], c.alive());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "", "{}", text(&out));
+}
+
+#[test]
+fn killing_holders_in_the_middle_of_a_write_re_places_their_fragments() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = Cluster::new();
+    c.start(6, false, &["--repair-rate", "0"]);
+    // RS(2,2) over 6 nodes: two spare nodes take the fragments of the killed ones.
+    let coding = ["--k", "2", "--m", "2", "--cell-size", "64KiB"];
+    let path = "/job/chk-2/big";
+    // The same path and nodes give the same placement: learn the holders first.
+    let planned = c.put(&payload(10, 0), path, &coding);
+    let victims: Vec<usize> = planned.iter().map(|p| c.index_of(p)).filter(|&i| i != 0).take(2).collect();
+    assert_eq!(victims.len(), 2);
+
+    let data = payload(16 << 20, 7);
+    let mut args: Vec<String> = ["put", "--overwrite", "-", path].iter().map(|s| s.to_string()).collect();
+    args.extend(coding.iter().map(|s| s.to_string()));
+    args.extend(c.bootstrap_args());
+    args.extend(["--key-file".into(), c.key.display().to_string(), "--wait-nodes".into(), "6".into()]);
+    let mut put = Command::new(EXE).args(&args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stdin = put.stdin.take().unwrap();
+    // Once the first half is taken from the pipe, its stripes are on the wire.
+    stdin.write_all(&data[..8 << 20]).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    for &v in &victims {
+        c.kill9(v);
+    }
+    stdin.write_all(&data[8 << 20..]).unwrap();
+    drop(stdin);
+    let out = put.wait_with_output().unwrap();
+    assert!(out.status.success(), "put with kills failed: {}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let h = holders(&stdout);
+    for &v in &victims {
+        assert!(!h.contains(&c.nodes[v].peer), "a killed node is still a holder: {stdout}");
+    }
+    assert!(stdout.contains("replaced 2") || !planned.iter().any(|p| victims.iter().any(|&v| &c.nodes[v].peer == p)), "{stdout}");
+    assert_eq!(c.get(path).unwrap(), data);
+}
+
+#[test]
+fn cluster_key_keeps_others_out_and_bad_frames_drop_the_connection() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = Cluster::new();
+    c.start(6, false, &[]);
+    let data = payload(1 << 20, 3);
+    c.put(&data, "/k/obj", SMALL_CELLS);
+
+    // A node without a key refuses to start unless told to run an open cluster.
+    let out = Command::new(EXE).args(["node", "--listen", "/ip4/127.0.0.1/tcp/0", "--memory", "1MiB"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--key-file"), "{}", text(&out));
+
+    // Wrong key, and no key: cannot join, so cannot read.
+    let other = c.dir.path().join("other.key");
+    assert!(Command::new(EXE).arg("keygen").arg(&other).output().unwrap().status.success());
+    for key in [vec!["--key-file", other.to_str().unwrap()], vec!["--insecure-no-cluster-key"]] {
+        let out = Command::new(EXE)
+            .args(["get", "/k/obj", "-"])
+            .args(c.bootstrap_args())
+            .args(&key)
+            .args(["--wait-nodes", "1", "--wait-timeout", "3"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "read with {key:?} succeeded");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("only 0 of the 1 storage nodes"), "{err}");
+    }
+    // A storage node with the wrong key does not become a member.
+    let log = c.dir.path().join("intruder.log");
+    let args: Vec<String> = ["--listen", "/ip4/127.0.0.1/tcp/0", "--memory", "1GiB", "--key-file", other.to_str().unwrap(), "--bootstrap", &c.nodes[0].addr]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let (mut intruder, intruder_peer, _) = spawn_node(&args, &log);
+    std::thread::sleep(Duration::from_secs(2));
+    let members: Vec<String> = c.stats().into_iter().map(|m| m["node"].clone()).collect();
+    assert_eq!(members.len(), 6);
+    assert!(!members.contains(&intruder_peer));
+    let _ = intruder.kill();
+    let _ = intruder.wait();
+
+    // Malformed and oversized frames from a keyed peer: connection dropped, node keeps serving.
+    for bad in ["oversized", "unknown-kind", "garbage"] {
+        let out = c.cli(&["debug-frame", "--bad", bad], 6);
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("DROPPED"), "{bad}: {}", text(&out));
+        assert_eq!(c.get("/k/obj").unwrap(), data, "after a {bad} frame");
+    }
+    assert!(c.stat_sum("violations") >= 3);
+
+    // A frozen node (SIGSTOP) leaves the live set through ping failures, and joins again when it resumes.
+    let pid = c.nodes[5].child.as_ref().unwrap().id().to_string();
+    let frozen = c.nodes[5].peer.clone();
+    assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+    // Every other node's own view (its stats' live count) drops to 5.
+    c.wait_for("the frozen node to leave the others' live sets", |c| {
+        let out = c.cli(&["stats"], 5);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        text.lines().filter(|l| l.starts_with("node=")).count() == 5 && text.lines().filter(|l| l.starts_with("node=")).all(|l| l.contains(" live=5 "))
+    });
+    assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+    c.wait_for("the resumed node to rejoin", |c| {
+        let st = c.stats();
+        st.len() == 6 && st.iter().any(|m| m["node"] == frozen) && st.iter().all(|m| m["live"] == "6")
+    });
+    assert_eq!(c.get("/k/obj").unwrap(), data);
+}
+
+#[test]
+fn restarted_disk_node_serves_again_and_applies_deletes_it_missed() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = Cluster::new();
+    c.start(6, true, &["--repair-rate", "0"]);
+    let keep = payload(2 << 20, 11);
+    let h = c.put(&keep, "/keep/obj", SMALL_CELLS);
+    c.put(&payload(100_000, 12), "/gone/chk-1/a", SMALL_CELLS);
+    c.put(&payload(100_000, 13), "/gone/chk-1/b", SMALL_CELLS);
+
+    let x = h.iter().map(|p| c.index_of(p)).find(|&i| i != 0).unwrap();
+    c.kill9(x);
+    let out = c.cli(&["rm", "-r", "/gone"], 5);
+    assert!(out.status.success(), "{}", text(&out));
+    c.restart(x);
+    c.wait_live(6);
+    // The returning node learns the delete from its peers' tombstones.
+    let peer = c.nodes[x].peer.clone();
+    c.wait_for("the missed delete to reach the restarted node", |c| {
+        c.stats().iter().any(|m| m["node"] == peer && m["manifests"] == "1" && m["tombstone_deletes"] == "2")
+    });
+    let out = c.cli(&["ls", "/gone/"], 6);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "");
+
+    // Its fragment of /keep/obj is needed once two other holders are gone.
+    let others: Vec<usize> = h.iter().map(|p| c.index_of(p)).filter(|&i| i != 0 && i != x).take(2).collect();
+    for &o in &others {
+        c.kill9(o);
+    }
+    assert_eq!(c.get("/keep/obj").unwrap(), keep);
+
+    // SIGTERM: a clean shutdown with exit status 0.
+    let mut n0 = c.nodes[0].child.take().unwrap();
+    assert!(Command::new("kill").args(["-TERM", &n0.id().to_string()]).status().unwrap().success());
+    let status = n0.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(std::fs::read_to_string(&c.nodes[0].log).unwrap().contains("node stopped"));
+}
+
+#[test]
+fn repair_restores_redundancy_and_uncommitted_fragments_are_reclaimed() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = Cluster::new();
+    // Seven nodes: one spare for the repaired fragment.
+    c.start(7, false, &["--repair-after", "1", "--reclaim-after", "4", "--reclaim-interval", "1"]);
+    let data = payload(3 << 20, 21);
+    let h = c.put(&data, "/r/obj", SMALL_CELLS);
+    let lost = h.iter().map(|p| c.index_of(p)).find(|&i| i != 0).unwrap();
+    c.kill9(lost);
+    c.wait_for("the repair of /r/obj", |c| c.stat_sum("repaired") >= 1 && c.stat_sum("degraded") == 0);
+    // Back at k + m: two more original holders may go (three in all, m = 2).
+    let more: Vec<usize> = h.iter().map(|p| c.index_of(p)).filter(|&i| i != 0 && i != lost).take(2).collect();
+    for &o in &more {
+        c.kill9(o);
+    }
+    assert_eq!(c.get("/r/obj").unwrap(), data);
+
+    // A writer killed before commit leaves fragments that are reclaimed later.
+    let mut args: Vec<String> = ["put", "-", "/r/orphan", "--k", "2", "--m", "1", "--cell-size", "64KiB"].iter().map(|s| s.to_string()).collect();
+    args.extend(c.bootstrap_args());
+    args.extend(["--key-file".into(), c.key.display().to_string(), "--wait-nodes".into(), c.alive().to_string()]);
+    let mut put = Command::new(EXE).args(&args).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut stdin = put.stdin.take().unwrap();
+    stdin.write_all(&payload(1 << 20, 22)).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    put.kill().unwrap();
+    put.wait().unwrap();
+    drop(stdin);
+    c.wait_for("the orphan fragments to be reclaimed", |c| c.stat_sum("reclaimed") >= 3);
+    let out = c.cli(&["ls", "/r/"], c.alive());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1, "{}", text(&out));
+}
+
+#[test]
+fn library_node_in_cluster_mode_writes_and_reads_over_the_network() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = Cluster::new();
+    c.start(6, false, &[]);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let config = fragstate_node::NodeConfig {
+        mode: fragstate_node::Mode::Cluster,
+        listen: Some("/ip4/127.0.0.1/tcp/0".into()),
+        bootstrap: vec![c.nodes[0].addr.clone()],
+        cluster_key_file: Some(c.key.display().to_string()),
+        store_memory: 1 << 30,
+        cell_size: 65536,
+        ..Default::default()
+    };
+    let node = {
+        let _enter = rt.enter();
+        fragstate_node::Node::start(config).unwrap()
+    };
+    let me = node.net().unwrap().id().clone();
+    let data = payload(3 << 20, 31);
+    let back = rt.block_on(async {
+        let mut w = node.client().create("/lib/obj", false).await.unwrap();
+        w.write(&data).await.unwrap();
+        let m = w.close().await.unwrap();
+        assert!(!m.holders.contains(&me), "the writer's own node holds no fragment by default");
+        node.client().open("/lib/obj").await.unwrap().read_to_end().await.unwrap()
+    });
+    assert_eq!(back, data);
+    // The object is visible to the command-line client too.
+    assert_eq!(c.get("/lib/obj").unwrap(), data);
+    assert!(node.stats_json().contains("\"network\""));
+    drop(node);
+    drop(rt);
+}

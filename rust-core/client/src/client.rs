@@ -1,0 +1,295 @@
+//! The client side of fragstate: create, open, stat, list, delete and repair
+//! objects over any [`Transport`]. One `Client` serves a whole process (the
+//! JNI layer keeps one per JVM); it is cheap to clone.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use futures::future::join_all;
+use serde::Serialize;
+use tokio::sync::Semaphore;
+
+use fragstate_core::error::{Error, Result};
+use fragstate_core::format::{Manifest, ObjectSummary};
+use fragstate_core::params::CodingParams;
+use fragstate_core::ids::now_unix_ms;
+use crate::config::ClientConfig;
+use crate::ctx::{bump, broadcast_delete, timed, Counters, Ctx};
+use crate::reader::ObjectReader;
+use crate::transport::Transport;
+use fragstate_core::delete::{DeleteStats, DeleteTarget};
+use fragstate_core::ids::NodeId;
+use crate::writer::ObjectWriter;
+
+/// A snapshot of [`Counters`](crate::ctx), serializable to JSON for metrics.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientStats {
+    pub objects_written: u64,
+    pub bytes_written: u64,
+    pub objects_opened: u64,
+    pub bytes_read: u64,
+    pub cells_fetched: u64,
+    pub bytes_fetched: u64,
+    /// Stripes that needed parity (a data cell was missing, corrupt or slow).
+    pub stripes_reconstructed: u64,
+    pub corrupt_cells: u64,
+    pub failed_requests: u64,
+    /// Fragments moved to another node during a write (a holder failed or was full).
+    pub fragments_replaced: u64,
+    pub fragments_repaired: u64,
+    /// Distinct nodes that served at least one cell (how widely restores spread).
+    pub peers_fetched_from: u64,
+}
+
+#[derive(Clone)]
+pub struct Client {
+    ctx: Arc<Ctx>,
+}
+
+impl Client {
+    pub fn new(transport: Arc<dyn Transport>, cfg: ClientConfig) -> Result<Self> {
+        cfg.validate()?;
+        let requests = Semaphore::new(cfg.max_inflight_requests);
+        Ok(Client { ctx: Arc::new(Ctx { transport, cfg, requests, counters: Counters::default() }) })
+    }
+
+    pub fn config(&self) -> &ClientConfig {
+        &self.ctx.cfg
+    }
+
+    pub fn transport(&self) -> &Arc<dyn Transport> {
+        &self.ctx.transport
+    }
+
+    /// Starts writing `path` with the client's coding parameters.
+    pub async fn create(&self, path: &str, overwrite: bool) -> Result<ObjectWriter> {
+        self.create_with(path, self.ctx.cfg.params, overwrite).await
+    }
+
+    /// Starts writing `path`. Without `overwrite`, an existing object is an
+    /// error; with it, the old object stays readable until the new one commits.
+    pub async fn create_with(&self, path: &str, params: CodingParams, overwrite: bool) -> Result<ObjectWriter> {
+        params.validate()?;
+        let existing = self.find_manifest(path).await?;
+        if !overwrite && existing.is_some() {
+            return Err(Error::AlreadyExists { path: path.to_string() });
+        }
+        // The new version must order after the one it replaces, even within
+        // one millisecond or with a clock that went back.
+        let created = existing.map_or(0, |m| m.created_unix_ms + 1).max(now_unix_ms());
+        ObjectWriter::start(self.ctx.clone(), path, params, overwrite, created).await
+    }
+
+    /// Whether a new object could be written now: `k + m` live storage nodes
+    /// besides this client's own, one per failure domain unless the policy
+    /// allows sharing. The error is the one a write would fail with.
+    pub fn check_placement(&self) -> Result<()> {
+        self.ctx.place_new_object(b"fragstate placement check", self.ctx.cfg.params).map(|_| ())
+    }
+
+    pub async fn open(&self, path: &str) -> Result<ObjectReader> {
+        let manifest = self.find_manifest(path).await?.ok_or_else(|| Error::NotFound { path: path.to_string() })?;
+        bump(&self.ctx.counters.objects_opened, 1);
+        ObjectReader::new(self.ctx.clone(), manifest)
+    }
+
+    /// The newest manifest of `path` held by any live node.
+    pub async fn find_manifest(&self, path: &str) -> Result<Option<Arc<Manifest>>> {
+        let live = self.ctx.transport.live_nodes();
+        let answers = join_all(live.iter().map(|n| timed(&self.ctx, &n.id, self.ctx.transport.get_manifest(&n.id, path)))).await;
+        let mut best: Option<Arc<Manifest>> = None;
+        let mut failures = 0;
+        for a in answers {
+            match a {
+                Ok(Some(m)) if best.as_ref().is_none_or(|b| m.version_key() > b.version_key()) => best = Some(m),
+                Ok(_) => {}
+                Err(e) => {
+                    failures += 1;
+                    tracing::debug!(path, error = %e, "manifest lookup failed on one node");
+                }
+            }
+        }
+        if best.is_none() && failures > 0 && failures == live.len() {
+            return Err(Error::NodeUnavailable {
+                node: NodeId::from("*"),
+                reason: format!("no live node answered the manifest lookup of {path}"),
+            });
+        }
+        Ok(best)
+    }
+
+    pub async fn stat(&self, path: &str) -> Result<Option<ObjectSummary>> {
+        Ok(self.find_manifest(path).await?.map(|m| m.summary()))
+    }
+
+    /// Committed objects under `prefix` (a plain string prefix), newest version of each path.
+    pub async fn list(&self, prefix: &str) -> Result<Vec<ObjectSummary>> {
+        let live = self.ctx.transport.live_nodes();
+        let answers = join_all(live.iter().map(|n| timed(&self.ctx, &n.id, self.ctx.transport.list(&n.id, prefix)))).await;
+        let mut by_path: BTreeMap<String, ObjectSummary> = BTreeMap::new();
+        for a in answers {
+            match a {
+                Ok(v) => {
+                    for s in v {
+                        let newer = by_path.get(&s.path).is_none_or(|o| (s.created_unix_ms, s.write_id) > (o.created_unix_ms, o.write_id));
+                        if newer {
+                            by_path.insert(s.path.clone(), s);
+                        }
+                    }
+                }
+                Err(e) => tracing::debug!(prefix, error = %e, "list failed on one node"),
+            }
+        }
+        Ok(by_path.into_values().collect())
+    }
+
+    /// What `path` names: an object, an implicit directory (a prefix of at
+    /// least one object path followed by `/`), or nothing.
+    pub async fn path_kind(&self, path: &str) -> Result<PathKind> {
+        if let Some(s) = self.stat(path).await? {
+            return Ok(PathKind::Object(s));
+        }
+        let dir = dir_prefix(path);
+        Ok(if self.list(&dir).await?.is_empty() { PathKind::Missing } else { PathKind::Directory })
+    }
+
+    /// The direct children of directory `dir`: objects and implicit subdirectories.
+    pub async fn list_children(&self, dir: &str) -> Result<Vec<Child>> {
+        Ok(children_of(dir, &self.list(&dir_prefix(dir)).await?))
+    }
+
+    /// Deletes `path` and, with `recursive`, everything under `path/`, on
+    /// every live node. Reports the committed objects that were there.
+    pub async fn delete(&self, path: &str, recursive: bool) -> Result<DeleteReport> {
+        let mut objects = self.stat(path).await?.is_some() as u64;
+        let mut targets = vec![DeleteTarget::Path(path.to_string())];
+        if recursive {
+            let dir = dir_prefix(path);
+            objects += self.list(&dir).await?.len() as u64;
+            targets.push(DeleteTarget::Prefix(dir));
+        }
+        let mut removed = DeleteStats::default();
+        for t in &targets {
+            removed += broadcast_delete(&self.ctx, t).await?;
+        }
+        Ok(DeleteReport { objects, removed })
+    }
+
+    /// Rebuilds every fragment of `path` whose holder is not live onto a new
+    /// node, and publishes the new holders. Returns the fragments rebuilt.
+    pub async fn repair(&self, path: &str) -> Result<usize> {
+        let manifest = self.find_manifest(path).await?.ok_or_else(|| Error::NotFound { path: path.to_string() })?;
+        crate::repair::repair_object(&self.ctx, manifest).await
+    }
+
+    pub fn stats(&self) -> ClientStats {
+        let c = &self.ctx.counters;
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        ClientStats {
+            objects_written: g(&c.objects_written),
+            bytes_written: g(&c.bytes_written),
+            objects_opened: g(&c.objects_opened),
+            bytes_read: g(&c.bytes_read),
+            cells_fetched: g(&c.cells_fetched),
+            bytes_fetched: g(&c.bytes_fetched),
+            stripes_reconstructed: g(&c.stripes_reconstructed),
+            corrupt_cells: g(&c.corrupt_cells),
+            failed_requests: g(&c.failed_requests),
+            fragments_replaced: g(&c.fragments_replaced),
+            fragments_repaired: g(&c.fragments_repaired),
+            peers_fetched_from: c.fetch_sources.lock().unwrap_or_else(|p| p.into_inner()).len() as u64,
+        }
+    }
+}
+
+/// What [`Client::delete`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeleteReport {
+    /// Committed objects found under the deleted path.
+    pub objects: u64,
+    /// Manifest copies, fragments and bytes removed, summed over the nodes.
+    pub removed: DeleteStats,
+}
+
+/// What a path names; see [`Client::path_kind`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PathKind {
+    Object(ObjectSummary),
+    Directory,
+    Missing,
+}
+
+/// One entry of a directory listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Child {
+    /// Full path of the child (no trailing `/`).
+    pub path: String,
+    pub is_dir: bool,
+    /// Object bytes; 0 for a directory.
+    pub length: u64,
+    /// Commit time of the object, or the newest object below a directory.
+    pub modified_unix_ms: u64,
+}
+
+/// `dir` with exactly one trailing `/`: the prefix its descendants share.
+pub fn dir_prefix(dir: &str) -> String {
+    format!("{}/", dir.trim_end_matches('/'))
+}
+
+/// Groups object summaries under `dir` into its direct children.
+pub fn children_of(dir: &str, objects: &[ObjectSummary]) -> Vec<Child> {
+    let prefix = dir_prefix(dir);
+    let mut out: BTreeMap<String, Child> = BTreeMap::new();
+    for o in objects {
+        let Some(rest) = o.path.strip_prefix(&prefix) else { continue };
+        if rest.is_empty() {
+            continue;
+        }
+        match rest.split_once('/') {
+            Some((name, _)) => {
+                let path = format!("{prefix}{name}");
+                let e = out.entry(path.clone()).or_insert(Child { path, is_dir: true, length: 0, modified_unix_ms: 0 });
+                e.modified_unix_ms = e.modified_unix_ms.max(o.created_unix_ms);
+            }
+            None => {
+                out.insert(o.path.clone(), Child { path: o.path.clone(), is_dir: false, length: o.length, modified_unix_ms: o.created_unix_ms });
+            }
+        }
+    }
+    out.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(path: &str, length: u64, t: u64) -> ObjectSummary {
+        ObjectSummary { path: path.into(), length, created_unix_ms: t, write_id: 0 }
+    }
+
+    #[test]
+    fn children_group_implicit_directories() {
+        let objs = [
+            obj("fs://c/ck/job/chk-1/a", 10, 5),
+            obj("fs://c/ck/job/chk-1/b", 20, 7),
+            obj("fs://c/ck/job/chk-10/_metadata", 3, 9),
+            obj("fs://c/ck/job/shared/x/y", 1, 2),
+            obj("fs://c/ck/job/taskowned", 4, 1),
+            obj("fs://c/ck/jobber/z", 1, 1),
+        ];
+        let kids = children_of("fs://c/ck/job/", &objs);
+        let names: Vec<(&str, bool, u64, u64)> = kids.iter().map(|c| (c.path.as_str(), c.is_dir, c.length, c.modified_unix_ms)).collect();
+        assert_eq!(
+            names,
+            vec![
+                ("fs://c/ck/job/chk-1", true, 0, 7),
+                ("fs://c/ck/job/chk-10", true, 0, 9),
+                ("fs://c/ck/job/shared", true, 0, 2),
+                ("fs://c/ck/job/taskowned", false, 4, 1),
+            ]
+        );
+        assert_eq!(dir_prefix("a/b//"), "a/b/");
+    }
+}

@@ -1,0 +1,70 @@
+//! How a client writes and reads: [`ClientConfig`] and its bounds.
+
+use std::time::Duration;
+
+use fragstate_core::error::{Error, Result};
+use fragstate_core::ids::NodeId;
+use fragstate_core::params::CodingParams;
+use fragstate_core::placement::PlacementPolicy;
+
+/// Stripes a reader may fetch ahead of the one being read.
+pub const READ_AHEAD: std::ops::RangeInclusive<usize> = 1..=64;
+
+/// How a client writes and reads. Every field has a sensible default.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// Coding parameters of new objects.
+    pub params: CodingParams,
+    /// Stripes a reader fetches ahead of the one being read (1 to 64).
+    pub read_ahead: usize,
+    /// Cells asked for beyond the `k` needed, at once (0 to m).
+    pub hedge: usize,
+    /// After this long without `k` good cells, a stripe read asks every other holder too.
+    pub hedge_delay: Duration,
+    /// A cell request that has not answered by then counts as failed.
+    pub request_timeout: Duration,
+    /// Cell requests in flight per client; shared fairly (FIFO) by all readers.
+    pub max_inflight_requests: usize,
+    /// A node that must not hold fragments (the writer's own node).
+    pub exclude_node: Option<NodeId>,
+    pub placement: PlacementPolicy,
+    /// Recorded in manifests: who wrote the object.
+    pub writer_id: String,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            params: CodingParams::default(),
+            read_ahead: 4,
+            hedge: 1,
+            hedge_delay: Duration::from_millis(100),
+            request_timeout: Duration::from_secs(30),
+            max_inflight_requests: 64,
+            exclude_node: None,
+            placement: PlacementPolicy::default(),
+            writer_id: format!("pid-{}", std::process::id()),
+        }
+    }
+}
+
+impl ClientConfig {
+    pub fn validate(&self) -> Result<()> {
+        self.params.validate()?;
+        if !READ_AHEAD.contains(&self.read_ahead) {
+            return Err(Error::invalid(
+                "read-ahead",
+                self.read_ahead,
+                format!("{} ≤ read-ahead ≤ {} stripes", READ_AHEAD.start(), READ_AHEAD.end()),
+            ));
+        }
+        if self.hedge > self.params.m() {
+            return Err(Error::invalid("hedge", self.hedge, format!("0 ≤ hedge ≤ m = {}", self.params.m())));
+        }
+        if self.max_inflight_requests == 0 {
+            return Err(Error::invalid("max in-flight requests", 0, "≥ 1"));
+        }
+        Ok(())
+    }
+}
+

@@ -1,0 +1,93 @@
+//! What the pipelines share: the client's transport, configuration, request
+//! budget and counters ([`Ctx`]), a timeout around one request, and the
+//! broadcast delete. Below `writer`, `reader` and `repair`, which only
+//! depend downwards on it.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use futures::future::join_all;
+use tokio::sync::Semaphore;
+
+use fragstate_core::delete::{DeleteStats, DeleteTarget};
+use fragstate_core::error::{Error, Result};
+use fragstate_core::ids::NodeId;
+use fragstate_core::params::CodingParams;
+use fragstate_core::placement::{self, Placement};
+
+use crate::config::ClientConfig;
+use crate::transport::Transport;
+
+/// Counters of one client since it started.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub objects_written: AtomicU64,
+    pub bytes_written: AtomicU64,
+    pub objects_opened: AtomicU64,
+    pub bytes_read: AtomicU64,
+    pub cells_fetched: AtomicU64,
+    pub bytes_fetched: AtomicU64,
+    pub stripes_reconstructed: AtomicU64,
+    pub corrupt_cells: AtomicU64,
+    pub failed_requests: AtomicU64,
+    pub fragments_replaced: AtomicU64,
+    pub fragments_repaired: AtomicU64,
+    /// Nodes that served at least one cell to this client.
+    pub fetch_sources: std::sync::Mutex<HashSet<NodeId>>,
+}
+
+pub(crate) fn bump(c: &AtomicU64, by: u64) {
+    c.fetch_add(by, Ordering::Relaxed);
+}
+
+pub(crate) struct Ctx {
+    pub transport: Arc<dyn Transport>,
+    pub cfg: ClientConfig,
+    pub requests: Semaphore,
+    pub counters: Counters,
+}
+
+impl Ctx {
+    /// The holders of a new object `key` with `params`, among the nodes live now.
+    pub fn place_new_object(&self, key: &[u8], params: CodingParams) -> Result<Placement> {
+        let live = self.transport.live_nodes();
+        let avoid: HashSet<NodeId> = self.cfg.exclude_node.iter().cloned().collect();
+        placement::place(key, &live, params.fragments(), &avoid, &HashSet::new(), self.cfg.placement, (params.k(), params.m()))
+    }
+}
+
+/// Runs one request to `node`, failing it after the configured request timeout.
+pub(crate) async fn timed<T>(ctx: &Ctx, node: &NodeId, request: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    match tokio::time::timeout(ctx.cfg.request_timeout, request).await {
+        Ok(r) => r,
+        Err(_) => Err(Error::Timeout { node: node.clone(), millis: ctx.cfg.request_timeout.as_millis() as u64 }),
+    }
+}
+
+
+/// Sends a delete to every live node; fails only if no node took it.
+pub(crate) async fn broadcast_delete(ctx: &Ctx, target: &DeleteTarget) -> Result<DeleteStats> {
+    let live = ctx.transport.live_nodes();
+    let answers = join_all(live.iter().map(|n| timed(ctx, &n.id, ctx.transport.delete(&n.id, target)))).await;
+    let mut total = DeleteStats::default();
+    let mut last_err = None;
+    let mut ok = 0;
+    for a in answers {
+        match a {
+            Ok(s) => {
+                ok += 1;
+                total += s;
+            }
+            Err(e) => {
+                tracing::warn!(?target, error = %e, "delete failed on one node");
+                last_err = Some(e);
+            }
+        }
+    }
+    match last_err {
+        Some(e) if ok == 0 => Err(e),
+        _ => Ok(total),
+    }
+}
+

@@ -1,0 +1,21 @@
+//! fragstate's pipelines: objects written as erasure-coded stripes to `k + m`
+//! nodes, read back from any `k` of them, and repaired when a holder is
+//! lost — all over the [`transport::Transport`] trait, so the same code runs
+//! over the in-process [`mesh`] and over the network (`fragstate-net`).
+//!
+//! Dependencies point down only: [`client`] → [`writer`] → [`repair`] →
+//! [`reader`] → [`ctx`] (shared context, counters, broadcast delete) →
+//! [`config`], [`transport`]. [`mesh`] is a `Transport` of N in-process
+//! nodes over `fragstate-store`, with fault injection for tests.
+
+pub mod client;
+pub mod config;
+mod ctx;
+pub mod mesh;
+pub mod reader;
+mod repair;
+pub mod transport;
+pub mod writer;
+
+pub use client::{Client, ClientStats};
+pub use config::ClientConfig;

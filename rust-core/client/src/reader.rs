@@ -1,0 +1,293 @@
+//! The parallel read pipeline: stripes are fetched ahead of the reader, each
+//! from several holders at once (hedged), and decoded from the first `k`
+//! cells whose checksum matches the manifest. `seek` fetches only the stripes
+//! that the new position needs.
+
+use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::task::JoinHandle;
+
+use crate::ctx::{bump, timed, Ctx};
+use fragstate_core::codec::StripeCodec;
+use fragstate_core::error::{Error, Result};
+use fragstate_core::format::{Manifest, StripeInfo};
+use fragstate_core::ids::{FragmentKey, WriteId};
+use fragstate_core::ids::NodeId;
+
+/// The cells of one stripe and where they came from.
+pub(crate) struct FetchedStripe {
+    /// `k + m` slots; at least `k` hold verified cells.
+    pub cells: Vec<Option<Bytes>>,
+    pub served_by: Vec<NodeId>,
+    pub reconstructed: bool,
+}
+
+/// One object's fragments as seen by a fetch: its path, write, holders and codec.
+pub(crate) struct FragmentSet<'a> {
+    pub path: &'a Arc<str>,
+    pub write_id: WriteId,
+    pub holders: &'a [NodeId],
+    pub codec: &'a StripeCodec,
+}
+
+impl FragmentSet<'_> {
+    fn key(&self, index: usize) -> FragmentKey {
+        FragmentKey { path: self.path.clone(), write_id: self.write_id, index: index as u8 }
+    }
+
+    /// Fetches `k` verified cells of `stripe`, never from fragment `skip`.
+    /// Data cells are asked first (decoding them is a copy), plus `hedge`
+    /// parity cells; a failed, corrupt or late cell brings in the next holder.
+    pub async fn fetch(&self, ctx: &Ctx, stripe: u32, info: &StripeInfo, skip: Option<usize>) -> Result<FetchedStripe> {
+        let k = self.codec.params().k();
+        let n = self.codec.params().fragments();
+        let live: HashSet<NodeId> = ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
+        let mut missing: Vec<usize> = Vec::new();
+        let mut corrupt: Vec<usize> = Vec::new();
+        let mut queue: VecDeque<usize> = VecDeque::new();
+        for i in 0..n {
+            if Some(i) == skip {
+                continue;
+            }
+            if live.contains(&self.holders[i]) {
+                queue.push_back(i);
+            } else {
+                missing.push(i);
+            }
+        }
+        let mut cells: Vec<Option<Bytes>> = vec![None; n];
+        let mut served_by = Vec::with_capacity(k);
+        let mut good = 0usize;
+        let mut inflight = FuturesUnordered::new();
+        let request = |i: usize| {
+            let node = self.holders[i].clone();
+            let key = self.key(i);
+            async move {
+                let _permit = ctx.requests.acquire().await.expect("the request semaphore is never closed");
+                let r = timed(ctx, &node, ctx.transport.get_cell(&node, &key, stripe)).await;
+                (i, node, r)
+            }
+        };
+        let first = (k + ctx.cfg.hedge).min(queue.len());
+        for i in queue.drain(..first) {
+            inflight.push(request(i));
+        }
+        let hedge_timer = tokio::time::sleep(ctx.cfg.hedge_delay);
+        tokio::pin!(hedge_timer);
+        let mut hedged = false;
+        while good < k {
+            // Keep enough requests in flight to reach k if all of them succeed.
+            while inflight.len() < k - good && !queue.is_empty() {
+                inflight.push(request(queue.pop_front().unwrap()));
+            }
+            if inflight.is_empty() {
+                return Err(Error::StripeUnrecoverable {
+                    path: self.path.to_string(),
+                    stripe,
+                    k,
+                    good,
+                    missing: sorted(missing),
+                    corrupt: sorted(corrupt),
+                });
+            }
+            tokio::select! {
+                Some((i, node, r)) = inflight.next() => match r {
+                    Ok(cell) if self.codec.cell_is_valid(info, i, &cell) => {
+                        bump(&ctx.counters.cells_fetched, 1);
+                        bump(&ctx.counters.bytes_fetched, cell.len() as u64);
+                        ctx.counters.fetch_sources.lock().unwrap_or_else(|p| p.into_inner()).insert(node.clone());
+                        cells[i] = Some(cell);
+                        served_by.push(node);
+                        good += 1;
+                    }
+                    Ok(_) => {
+                        bump(&ctx.counters.corrupt_cells, 1);
+                        tracing::warn!(path = %self.path, stripe, fragment = i, %node, "cell checksum mismatch: treating the cell as missing");
+                        corrupt.push(i);
+                    }
+                    Err(e) => {
+                        bump(&ctx.counters.failed_requests, 1);
+                        tracing::debug!(path = %self.path, stripe, fragment = i, %node, error = %e, "cell request failed");
+                        missing.push(i);
+                    }
+                },
+                _ = &mut hedge_timer, if !hedged => {
+                    hedged = true;
+                    inflight.extend(queue.drain(..).map(&request));
+                }
+            }
+        }
+        let reconstructed = cells[..k].iter().any(Option::is_none);
+        if reconstructed {
+            bump(&ctx.counters.stripes_reconstructed, 1);
+        }
+        Ok(FetchedStripe { cells, served_by, reconstructed })
+    }
+}
+
+fn sorted(mut v: Vec<usize>) -> Vec<usize> {
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// What one reader fetched, for progress and recovery timelines.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    pub stripes: u64,
+    pub reconstructed_stripes: u64,
+    pub cells: u64,
+    pub bytes_fetched: u64,
+    /// Distinct nodes that served at least one cell.
+    pub peers: BTreeSet<NodeId>,
+}
+
+struct Object {
+    manifest: Arc<Manifest>,
+    path: Arc<str>,
+    codec: StripeCodec,
+}
+
+impl Object {
+    async fn stripe(&self, ctx: &Ctx, s: u64, stats: &Mutex<ReadStats>) -> Result<Bytes> {
+        let info = &self.manifest.stripes[s as usize];
+        let set = FragmentSet { path: &self.path, write_id: self.manifest.write_id, holders: &self.manifest.holders, codec: &self.codec };
+        let fetched = set.fetch(ctx, s as u32, info, None).await?;
+        let logical = self.manifest.stripe_len(s) as usize;
+        let data = self.codec.decode(&self.path, s as u32, info, logical, &fetched.cells)?;
+        let mut st = stats.lock().unwrap_or_else(|p| p.into_inner());
+        st.stripes += 1;
+        st.reconstructed_stripes += fetched.reconstructed as u64;
+        st.cells += fetched.served_by.len() as u64;
+        st.bytes_fetched += fetched.cells.iter().flatten().map(|c| c.len() as u64).sum::<u64>();
+        st.peers.extend(fetched.served_by);
+        Ok(data)
+    }
+}
+
+/// Reads one committed object. Must be used inside a tokio runtime (the
+/// read-ahead runs as tasks on it).
+pub struct ObjectReader {
+    ctx: Arc<Ctx>,
+    obj: Arc<Object>,
+    pos: u64,
+    current: Option<(u64, Bytes)>,
+    ahead: VecDeque<(u64, JoinHandle<Result<Bytes>>)>,
+    stats: Arc<Mutex<ReadStats>>,
+    bytes_read: AtomicU64,
+}
+
+impl ObjectReader {
+    pub(crate) fn new(ctx: Arc<Ctx>, manifest: Arc<Manifest>) -> Result<Self> {
+        manifest.validate()?;
+        let codec = StripeCodec::new(manifest.params)?;
+        let path = Arc::from(manifest.path.as_str());
+        Ok(ObjectReader {
+            ctx,
+            obj: Arc::new(Object { manifest, path, codec }),
+            pos: 0,
+            current: None,
+            ahead: VecDeque::new(),
+            stats: Arc::default(),
+            bytes_read: AtomicU64::new(0),
+        })
+    }
+
+    pub fn manifest(&self) -> &Arc<Manifest> {
+        &self.obj.manifest
+    }
+
+    pub fn len(&self) -> u64 {
+        self.obj.manifest.length
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    pub fn stats(&self) -> ReadStats {
+        self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Moves the read position; only the stripes needed from there on are fetched.
+    pub fn seek(&mut self, offset: u64) -> Result<()> {
+        if offset > self.len() {
+            return Err(Error::InvalidSeek { path: self.obj.manifest.path.clone(), offset, length: self.len() });
+        }
+        self.pos = offset;
+        Ok(())
+    }
+
+    /// Reads up to `buf.len()` bytes at the current position; 0 at the end.
+    pub async fn read(&mut self, buf: &mut [u8]) -> Result<usize> {
+        if buf.is_empty() || self.pos >= self.len() {
+            return Ok(0);
+        }
+        let stripe_len = self.obj.manifest.params.stripe_data_len();
+        let s = self.pos / stripe_len;
+        if self.current.as_ref().map(|c| c.0) != Some(s) {
+            let data = self.fetch_stripe(s).await?;
+            self.current = Some((s, data));
+        }
+        let data = &self.current.as_ref().unwrap().1;
+        let off = (self.pos - s * stripe_len) as usize;
+        let n = buf.len().min(data.len() - off);
+        buf[..n].copy_from_slice(&data[off..off + n]);
+        self.pos += n as u64;
+        self.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+        bump(&self.ctx.counters.bytes_read, n as u64);
+        Ok(n)
+    }
+
+    /// Reads from the current position to the end.
+    pub async fn read_to_end(&mut self) -> Result<Vec<u8>> {
+        let mut out = vec![0u8; (self.len() - self.pos) as usize];
+        let mut filled = 0;
+        while filled < out.len() {
+            let n = self.read(&mut out[filled..]).await?;
+            if n == 0 {
+                break;
+            }
+            filled += n;
+        }
+        Ok(out)
+    }
+
+    /// Returns stripe `s`, keeping the next `read_ahead` stripes in flight.
+    async fn fetch_stripe(&mut self, s: u64) -> Result<Bytes> {
+        if self.ahead.front().map(|a| a.0) != Some(s) {
+            // A seek: what was fetched ahead is for another position.
+            for (_, h) in self.ahead.drain(..) {
+                h.abort();
+            }
+        }
+        let total = self.obj.manifest.stripes.len() as u64;
+        let mut next = self.ahead.back().map(|a| a.0 + 1).unwrap_or(s);
+        while self.ahead.len() < self.ctx.cfg.read_ahead && next < total {
+            let (ctx, obj, stats) = (self.ctx.clone(), self.obj.clone(), self.stats.clone());
+            self.ahead.push_back((next, tokio::spawn(async move { obj.stripe(&ctx, next, &stats).await })));
+            next += 1;
+        }
+        let (_, handle) = self.ahead.pop_front().expect("the stripe being read is always scheduled");
+        match handle.await {
+            Ok(r) => r,
+            Err(e) => Err(Error::InvalidState { path: self.obj.manifest.path.clone(), reason: format!("stripe {s} fetch task failed: {e}") }),
+        }
+    }
+}
+
+impl Drop for ObjectReader {
+    fn drop(&mut self) {
+        for (_, h) in self.ahead.drain(..) {
+            h.abort();
+        }
+    }
+}

@@ -1,0 +1,583 @@
+//! End-to-end tests of the write and read pipelines over the in-process mesh,
+//! with node kills, lost and corrupted fragments, slow nodes and full stores.
+
+mod common;
+use common::payload;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fragstate_core::ids::FragmentKey;
+use fragstate_client::mesh::Mesh;
+use fragstate_core::placement::PlacementPolicy;
+use fragstate_store::FragmentStore;
+use fragstate_client::{Client, ClientConfig};
+use fragstate_core::params::{CodingParams, Compression};
+use fragstate_core::Error;
+use proptest::prelude::*;
+
+const CELL: u64 = 4096;
+
+fn params(k: usize, m: usize) -> CodingParams {
+    CodingParams::new(k, m, CELL, Compression::None).unwrap()
+}
+
+fn client(mesh: &Arc<Mesh>, p: CodingParams) -> Client {
+    let cfg = ClientConfig { params: p, hedge: p.m().min(1), ..ClientConfig::default() };
+    Client::new(mesh.clone(), cfg).unwrap()
+}
+
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+async fn write(c: &Client, path: &str, data: &[u8], chunk: usize) -> Arc<fragstate_core::format::Manifest> {
+    let mut w = c.create(path, false).await.unwrap();
+    for part in data.chunks(chunk.max(1)) {
+        w.write(part).await.unwrap();
+    }
+    w.close().await.unwrap()
+}
+
+async fn read(c: &Client, path: &str) -> fragstate_core::Result<Vec<u8>> {
+    c.open(path).await?.read_to_end().await
+}
+
+#[test]
+fn round_trip_at_stripe_boundaries() {
+    rt().block_on(async {
+        for (k, m) in [(4, 2), (1, 0), (1, 2), (3, 0), (6, 3), (10, 4)] {
+            let mesh = Mesh::in_memory(k + m + 1, u64::MAX);
+            let c = client(&mesh, params(k, m));
+            let stripe = k * CELL as usize;
+            for len in [0, 1, stripe - 1, stripe, stripe + 1, 3 * stripe + 7] {
+                let data = payload(len, len as u64);
+                let path = format!("fragstate://c/j/chk-1/k{k}m{m}-{len}");
+                let man = write(&c, &path, &data, 1000).await;
+                assert_eq!(man.length, len as u64);
+                assert_eq!(man.stripes.len(), len.div_ceil(stripe));
+                assert_eq!(read(&c, &path).await.unwrap(), data, "k={k} m={m} len={len}");
+            }
+        }
+    });
+}
+
+#[test]
+fn every_loss_of_up_to_m_fragments_is_survived_and_m_plus_1_is_not() {
+    rt().block_on(async {
+        let (k, m) = (4, 2);
+        let mesh = Mesh::in_memory(k + m, u64::MAX);
+        let c = client(&mesh, params(k, m));
+        let data = payload(5 * k * CELL as usize + 123, 7);
+        let man = write(&c, "obj", &data, 65536).await;
+        let n = k + m;
+        let mut combos: Vec<Vec<usize>> = vec![vec![]];
+        for a in 0..n {
+            combos.push(vec![a]);
+            for b in a + 1..n {
+                combos.push(vec![a, b]);
+            }
+        }
+        assert_eq!(combos.len(), 1 + 6 + 15);
+        for lost in &combos {
+            for &i in lost {
+                mesh.kill(&man.holders[i]).unwrap();
+            }
+            assert_eq!(read(&c, "obj").await.unwrap(), data, "lost fragments {lost:?}");
+            for &i in lost {
+                mesh.revive(&man.holders[i]).unwrap();
+            }
+        }
+        // m + 1 = 3 losses: the error names the object, the stripe and the missing fragments.
+        for lost in [[0usize, 1, 2], [1, 3, 5], [3, 4, 5]] {
+            for &i in &lost {
+                mesh.kill(&man.holders[i]).unwrap();
+            }
+            let e = read(&c, "obj").await.unwrap_err();
+            match &e {
+                Error::StripeUnrecoverable { path, stripe, good, missing, .. } => {
+                    assert_eq!(path, "obj");
+                    assert_eq!(*stripe, 0);
+                    assert_eq!(*good, 3);
+                    assert_eq!(missing, &lost.to_vec());
+                }
+                other => panic!("unexpected error {other}"),
+            }
+            assert!(e.to_string().contains(&format!("missing fragments {lost:?}")), "{e}");
+            for &i in &lost {
+                mesh.revive(&man.holders[i]).unwrap();
+            }
+        }
+    });
+}
+
+#[test]
+fn corrupted_cells_are_rebuilt_and_never_returned() {
+    rt().block_on(async {
+        let (k, m) = (4, 2);
+        let mesh = Mesh::in_memory(6, u64::MAX);
+        let c = client(&mesh, params(k, m));
+        let data = payload(4 * k * CELL as usize, 3);
+        let man = write(&c, "obj", &data, 10_000).await;
+        let key = |i: usize| FragmentKey { path: Arc::from("obj"), write_id: man.write_id, index: i as u8 };
+        // Two corrupt cells in stripe 0 (data), one in stripe 1 (data) and one parity cell.
+        mesh.corrupt_cell(&man.holders[0], &key(0), 0).unwrap();
+        mesh.corrupt_cell(&man.holders[3], &key(3), 0).unwrap();
+        mesh.corrupt_cell(&man.holders[2], &key(2), 1).unwrap();
+        mesh.corrupt_cell(&man.holders[5], &key(5), 2).unwrap();
+        assert_eq!(read(&c, "obj").await.unwrap(), data);
+        assert!(c.stats().corrupt_cells >= 3, "{:?}", c.stats());
+        assert!(c.stats().stripes_reconstructed >= 2, "{:?}", c.stats());
+        // A third corrupt cell in stripe 0: fewer than k good cells, an error, never wrong bytes.
+        mesh.corrupt_cell(&man.holders[4], &key(4), 0).unwrap();
+        let e = read(&c, "obj").await.unwrap_err();
+        match e {
+            Error::StripeUnrecoverable { stripe: 0, corrupt, .. } => assert_eq!(corrupt, vec![0, 3, 4]),
+            other => panic!("unexpected error {other}"),
+        }
+    });
+}
+
+#[test]
+fn dropped_fragments_are_read_around() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(6, u64::MAX);
+        let c = client(&mesh, params(4, 2));
+        let data = payload(100_000, 9);
+        let man = write(&c, "obj", &data, 4096).await;
+        for i in [1, 4] {
+            let key = FragmentKey { path: Arc::from("obj"), write_id: man.write_id, index: i as u8 };
+            assert_eq!(mesh.drop_fragment(&man.holders[i], &key).unwrap().fragments, 1);
+        }
+        assert_eq!(read(&c, "obj").await.unwrap(), data);
+    });
+}
+
+#[test]
+fn a_holder_killed_mid_write_is_replaced_with_full_redundancy() {
+    rt().block_on(async {
+        let (k, m) = (4, 2);
+        let mesh = Mesh::in_memory(9, u64::MAX);
+        let c = client(&mesh, params(k, m));
+        let data = payload(10 * k * CELL as usize + 5, 11);
+        let mut w = c.create("obj", false).await.unwrap();
+        let first = w.holders().to_vec();
+        w.write(&data[..3 * k * CELL as usize + 100]).await.unwrap();
+        // Lose a data holder and a parity holder in the middle of the write.
+        mesh.kill(&first[1]).unwrap();
+        mesh.kill(&first[5]).unwrap();
+        w.write(&data[3 * k * CELL as usize + 100..]).await.unwrap();
+        let man = w.close().await.unwrap();
+        assert!(!man.holders.contains(&first[1]) && !man.holders.contains(&first[5]));
+        assert_eq!(man.holders.iter().collect::<HashSet<_>>().len(), k + m);
+        assert_eq!(c.stats().fragments_replaced, 2);
+        // Back at k + m: any other two holders may now fail as well.
+        mesh.kill(&man.holders[0]).unwrap();
+        mesh.kill(&man.holders[2]).unwrap();
+        assert_eq!(read(&c, "obj").await.unwrap(), data);
+    });
+}
+
+#[test]
+fn a_holder_killed_before_close_is_replaced() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(7, u64::MAX);
+        let c = client(&mesh, params(4, 2));
+        let data = payload(50_000, 12);
+        let mut w = c.create("obj", false).await.unwrap();
+        w.write(&data).await.unwrap();
+        let victim = w.holders()[3].clone();
+        mesh.kill(&victim).unwrap();
+        let man = w.close().await.unwrap();
+        assert!(!man.holders.contains(&victim));
+        mesh.kill(&man.holders[0]).unwrap();
+        mesh.kill(&man.holders[1]).unwrap();
+        assert_eq!(read(&c, "obj").await.unwrap(), data);
+    });
+}
+
+#[test]
+fn too_many_losses_during_a_write_fail_it_cleanly() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(6, u64::MAX);
+        let c = client(&mesh, params(4, 2));
+        let mut w = c.create("obj", false).await.unwrap();
+        w.write(&payload(20_000, 1)).await.unwrap();
+        let holders = w.holders().to_vec();
+        mesh.kill(&holders[0]).unwrap();
+        let e = w.write(&payload(100_000, 2)).await.unwrap_err().to_string();
+        assert!(e.contains("cannot place 1 fragments") && e.contains("only 0 usable storage nodes"), "{e}");
+        let e = w.write(b"more").await.unwrap_err().to_string();
+        assert!(e.contains("an earlier write failed"), "{e}");
+        assert!(c.open("obj").await.is_err(), "a failed write must not be visible");
+        // Aborting the failed writer removes what it sent to the surviving holders.
+        w.abort().await;
+        let held: u64 = mesh.node_ids().iter().filter(|n| mesh.is_alive(n)).map(|n| mesh.store(n).unwrap().usage().bytes).sum();
+        assert_eq!(held, 0);
+    });
+}
+
+#[test]
+fn full_stores_send_fragments_elsewhere_until_the_cluster_is_full() {
+    rt().block_on(async {
+        // 8 nodes of 40 cells each; every object takes 6 fragments of 5 cells.
+        let budget = 40 * CELL;
+        let mesh = Mesh::in_memory(8, budget);
+        let c = client(&mesh, params(4, 2));
+        let mut committed = Vec::new();
+        let mut failure = None;
+        for i in 0..20 {
+            let data = payload(20 * CELL as usize, i);
+            let path = format!("obj-{i}");
+            let attempt = async {
+                let mut w = c.create(&path, false).await?;
+                w.write(&data).await?;
+                w.close().await
+            };
+            match attempt.await {
+                Ok(_) => committed.push((path, data)),
+                Err(e) => {
+                    failure = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        assert!(committed.len() >= 8, "only {} objects fit", committed.len());
+        for n in mesh.node_ids() {
+            assert!(mesh.store(&n).unwrap().usage().bytes <= budget);
+        }
+        for (path, data) in &committed {
+            assert_eq!(&read(&c, path).await.unwrap(), data);
+        }
+        // When no node can take a fragment, the write fails and says why.
+        let e = failure.expect("the cluster cannot hold 20 objects");
+        assert!(e.contains("cannot place") || e.contains("store full"), "{e}");
+    });
+}
+
+#[test]
+fn a_store_that_fills_up_mid_write_hands_its_fragment_on() {
+    rt().block_on(async {
+        let budget = 64 * CELL;
+        let mesh = Mesh::in_memory(8, budget);
+        let c = client(&mesh, params(4, 2));
+        let data = payload(40 * CELL as usize, 1);
+        let mut w = c.create("obj", false).await.unwrap();
+        w.write(&data[..10 * CELL as usize]).await.unwrap();
+        // Another writer fills holder 2 up to its budget.
+        let victim = w.holders()[2].clone();
+        let store = mesh.store(&victim).unwrap();
+        let header = fragstate_core::format::FragmentHeader {
+            path: "other".into(),
+            write_id: 1,
+            index: 0,
+            params: params(4, 2),
+            created_unix_ms: 0,
+        };
+        store.begin_fragment(&header).unwrap();
+        let mut s = 0;
+        while store.usage().free_bytes() >= CELL {
+            store.append_cell(&header.key(), s, 0, bytes::Bytes::from(vec![0u8; CELL as usize])).unwrap();
+            s += 1;
+        }
+        w.write(&data[10 * CELL as usize..]).await.unwrap();
+        let man = w.close().await.unwrap();
+        assert!(!man.holders.contains(&victim));
+        assert_eq!(c.stats().fragments_replaced, 1);
+        assert_eq!(read(&c, "obj").await.unwrap(), data);
+    });
+}
+
+#[test]
+fn a_slow_holder_is_hedged_around() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(6, u64::MAX);
+        let cfg = ClientConfig { params: params(4, 2), hedge: 1, hedge_delay: Duration::from_millis(20), ..ClientConfig::default() };
+        let c = Client::new(mesh.clone(), cfg).unwrap();
+        let data = payload(8 * 4 * CELL as usize, 5);
+        let man = write(&c, "obj", &data, 1 << 16).await;
+        mesh.slow_down(&man.holders[0], Duration::from_secs(5)).unwrap();
+        mesh.slow_down(&man.holders[2], Duration::from_secs(5)).unwrap();
+        let mut r = c.open("obj").await.unwrap();
+        assert_eq!(r.read_to_end().await.unwrap(), data);
+        let st = r.stats();
+        assert_eq!(st.reconstructed_stripes, 8, "{st:?}");
+        assert!(!st.peers.contains(&man.holders[0]) && !st.peers.contains(&man.holders[2]), "{st:?}");
+    });
+}
+
+#[test]
+fn too_few_nodes_is_a_clear_error() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(5, u64::MAX);
+        let c = client(&mesh, params(4, 2));
+        let e = c.create("obj", false).await.err().unwrap().to_string();
+        assert!(e.contains("cannot place 6 fragments (k=4 + m=2): only 5 usable storage nodes in 5 failure domains"), "{e}");
+        // The explicit fallback lets fragments share a domain but still needs distinct nodes.
+        let stores = (0..6).map(|i| ("one-host".to_string(), FragmentStore::in_memory(format!("n{i}"), u64::MAX))).collect();
+        let mesh = Mesh::from_stores(stores);
+        let cfg = ClientConfig { params: params(4, 2), placement: PlacementPolicy { allow_shared_domains: true }, ..ClientConfig::default() };
+        let c = Client::new(mesh, cfg).unwrap();
+        write(&c, "obj", b"hello", 10).await;
+        assert_eq!(read(&c, "obj").await.unwrap(), b"hello");
+    });
+}
+
+#[test]
+fn placement_check_follows_the_live_nodes_and_excludes_the_writer() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(7, u64::MAX);
+        let ids = mesh.node_ids();
+        // The writer's own node never holds its fragments: 6 others are left for k + m = 6.
+        let cfg = ClientConfig { params: params(4, 2), exclude_node: Some(ids[0].clone()), ..ClientConfig::default() };
+        let c = Client::new(mesh.clone(), cfg).unwrap();
+        c.check_placement().unwrap();
+        mesh.kill(&ids[3]).unwrap();
+        let e = c.check_placement().unwrap_err().to_string();
+        assert!(e.contains("cannot place 6 fragments (k=4 + m=2): only 5 usable storage nodes in 5 failure domains"), "{e}");
+        // A write fails with the same error the check gave.
+        assert_eq!(c.create("obj", false).await.err().unwrap().to_string(), e);
+        mesh.revive(&ids[3]).unwrap();
+        c.check_placement().unwrap();
+        write(&c, "obj", b"placed", 4).await;
+    });
+}
+
+#[test]
+fn a_read_fetches_from_every_data_holder() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(6, u64::MAX);
+        let c = client(&mesh, params(4, 2));
+        let data = payload(8 * 4 * CELL as usize, 7);
+        write(&c, "spread", &data, 10_000).await;
+        assert_eq!(c.stats().peers_fetched_from, 0);
+        assert_eq!(read(&c, "spread").await.unwrap(), data);
+        let s = c.stats();
+        assert!(s.cells_fetched >= 8 * 4, "{s:?}");
+        // k = 4 cells of every stripe come from 4 different holders
+        assert!(s.peers_fetched_from >= 4, "{s:?}");
+    });
+}
+
+#[test]
+fn overwrite_semantics() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(8, u64::MAX);
+        let c = client(&mesh, params(4, 2));
+        write(&c, "p/_metadata", b"first", 10).await;
+        let e = c.create("p/_metadata", false).await.err().unwrap();
+        assert!(matches!(e, Error::AlreadyExists { .. }), "{e}");
+        let mut w = c.create("p/_metadata", true).await.unwrap();
+        w.write(b"second version").await.unwrap();
+        // Until the new version commits, readers see the old one.
+        assert_eq!(read(&c, "p/_metadata").await.unwrap(), b"first");
+        let man = w.close().await.unwrap();
+        assert_eq!(read(&c, "p/_metadata").await.unwrap(), b"second version");
+        // Only the new write's fragments remain.
+        let held: usize = mesh
+            .node_ids()
+            .iter()
+            .map(|n| mesh.store(n).unwrap().fragment_keys().iter().filter(|k| k.write_id != man.write_id).count())
+            .sum();
+        assert_eq!(held, 0);
+    });
+}
+
+#[test]
+fn recursive_delete_respects_directory_boundaries() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(6, u64::MAX);
+        let c = client(&mesh, params(4, 2));
+        for p in ["job/chk-1/a", "job/chk-1/b", "job/chk-10/a", "job/chk-2/a"] {
+            write(&c, p, &payload(30_000, 1), 7000).await;
+        }
+        assert_eq!(c.list("job/").await.unwrap().len(), 4);
+        let report = c.delete("job/chk-1", true).await.unwrap();
+        assert_eq!(report.objects, 2);
+        assert_eq!((report.removed.manifests, report.removed.fragments), (2 * 6, 2 * 6));
+        let left: Vec<_> = c.list("job/").await.unwrap().into_iter().map(|s| s.path).collect();
+        assert_eq!(left, vec!["job/chk-10/a", "job/chk-2/a"]);
+        assert!(c.stat("job/chk-1/a").await.unwrap().is_none());
+        assert_eq!(c.stat("job/chk-2/a").await.unwrap().unwrap().length, 30_000);
+        c.delete("job/chk-2/a", false).await.unwrap();
+        assert!(matches!(c.open("job/chk-2/a").await.err().unwrap(), Error::NotFound { .. }));
+    });
+}
+
+#[test]
+fn abort_removes_partial_fragments() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(6, u64::MAX);
+        let c = client(&mesh, params(4, 2));
+        let mut w = c.create("obj", false).await.unwrap();
+        w.write(&payload(100_000, 1)).await.unwrap();
+        w.abort().await;
+        let total: u64 = mesh.node_ids().iter().map(|n| mesh.store(n).unwrap().usage().bytes).sum();
+        assert_eq!(total, 0);
+        assert!(c.stat("obj").await.unwrap().is_none());
+    });
+}
+
+#[test]
+fn repair_restores_full_redundancy() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(9, u64::MAX);
+        let c = client(&mesh, params(4, 2));
+        let data = payload(123_456, 4);
+        let man = write(&c, "obj", &data, 1 << 20).await;
+        mesh.kill(&man.holders[0]).unwrap();
+        mesh.kill(&man.holders[4]).unwrap();
+        assert_eq!(c.repair("obj").await.unwrap(), 2);
+        let repaired = c.find_manifest("obj").await.unwrap().unwrap();
+        assert_eq!(repaired.revision, 1);
+        assert!(repaired.holders.iter().all(|h| mesh.is_alive(h)));
+        assert_eq!(c.repair("obj").await.unwrap(), 0);
+        // Two more losses among the new holder set are survived.
+        mesh.kill(&repaired.holders[1]).unwrap();
+        mesh.kill(&repaired.holders[2]).unwrap();
+        assert_eq!(read(&c, "obj").await.unwrap(), data);
+    });
+}
+
+#[test]
+fn disk_backed_mesh_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = |fsync| {
+        Mesh::from_stores(
+            (0..6)
+                .map(|i| (format!("host-{i}"), FragmentStore::open_dir(format!("node-{i}"), &dir.path().join(format!("n{i}")), u64::MAX, fsync).unwrap()))
+                .collect(),
+        )
+    };
+    let data = payload(77_777, 8);
+    rt().block_on(async {
+        let mesh = open(true);
+        write(&client(&mesh, params(4, 2)), "fragstate://c/j/chk-3/x", &data, 5000).await;
+    });
+    rt().block_on(async {
+        let mesh = open(false);
+        let c = client(&mesh, params(4, 2));
+        let man = c.find_manifest("fragstate://c/j/chk-3/x").await.unwrap().unwrap();
+        mesh.kill(&man.holders[0]).unwrap();
+        mesh.kill(&man.holders[5]).unwrap();
+        assert_eq!(read(&c, "fragstate://c/j/chk-3/x").await.unwrap(), data);
+    });
+}
+
+#[test]
+fn compressed_objects_round_trip_and_seek() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(6, u64::MAX);
+        let p = CodingParams::new(4, 2, CELL, Compression::Zstd { level: 3 }).unwrap();
+        let c = client(&mesh, p);
+        // Half compressible text, half noise.
+        let mut data: Vec<u8> = (0..60_000).map(|i| b"flink state "[i % 12]).collect();
+        data.extend(payload(40_000, 2));
+        let man = write(&c, "obj", &data, 3000).await;
+        assert!(man.stripes.iter().any(|s| s.compressed) && man.stripes.iter().any(|s| !s.compressed));
+        mesh.kill(&man.holders[0]).unwrap();
+        let mut r = c.open("obj").await.unwrap();
+        r.seek(50_000).unwrap();
+        let mut buf = vec![0u8; 20_000];
+        let mut got = 0;
+        while got < buf.len() {
+            got += r.read(&mut buf[got..]).await.unwrap();
+        }
+        assert_eq!(&buf[..], &data[50_000..70_000]);
+    });
+}
+
+#[test]
+fn concurrent_writers_and_readers() {
+    let rt = rt();
+    let mesh = Mesh::in_memory(8, u64::MAX);
+    let c = client(&mesh, params(4, 2));
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for i in 0..12u64 {
+            let c = c.clone();
+            tasks.push(tokio::spawn(async move {
+                let data = payload(30_000 + i as usize * 7_001, i);
+                let path = format!("w/{i}");
+                let mut w = c.create(&path, false).await.unwrap();
+                for part in data.chunks(3333) {
+                    w.write(part).await.unwrap();
+                }
+                w.close().await.unwrap();
+                // Many readers of the same and of other objects at once.
+                let readers: Vec<_> = (0..4)
+                    .map(|_| {
+                        let (c, path, data) = (c.clone(), path.clone(), data.clone());
+                        tokio::spawn(async move { assert_eq!(read(&c, &path).await.unwrap(), data) })
+                    })
+                    .collect();
+                for r in readers {
+                    r.await.unwrap();
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    assert_eq!(c.stats().objects_written, 12);
+}
+
+#[test]
+fn seek_out_of_range_is_an_error() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(6, u64::MAX);
+        let c = client(&mesh, params(4, 2));
+        write(&c, "obj", b"0123456789", 3).await;
+        let mut r = c.open("obj").await.unwrap();
+        r.seek(10).unwrap();
+        assert_eq!(r.read(&mut [0u8; 4]).await.unwrap(), 0);
+        let e = r.seek(11).unwrap_err().to_string();
+        assert_eq!(e, "invalid seek to 11 in obj: allowed 0 ≤ offset ≤ 10");
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn random_objects_losses_and_seeks(
+        k in 1usize..6,
+        m in 0usize..3,
+        len in 0usize..(5 * 5 * CELL as usize),
+        chunk in 1usize..20_000,
+        lost_seed in any::<u64>(),
+        seeks in proptest::collection::vec((any::<u64>(), 1usize..30_000), 1..6),
+    ) {
+        let runtime = rt();
+        runtime.block_on(async {
+            let mesh = Mesh::in_memory(k + m, u64::MAX);
+            let c = client(&mesh, params(k, m));
+            let data = payload(len, lost_seed);
+            let man = write(&c, "obj", &data, chunk).await;
+            // Lose up to m fragments.
+            let lost = (lost_seed as usize) % (m + 1);
+            for i in 0..lost {
+                mesh.kill(&man.holders[(i * 7 + lost_seed as usize) % (k + m)]).unwrap();
+            }
+            assert_eq!(read(&c, "obj").await.unwrap(), data);
+            let mut r = c.open("obj").await.unwrap();
+            for (at, n) in seeks {
+                let at = if len == 0 { 0 } else { at % (len as u64 + 1) };
+                r.seek(at).unwrap();
+                let mut buf = vec![0u8; n];
+                let mut got = 0;
+                loop {
+                    let x = r.read(&mut buf[got..]).await.unwrap();
+                    if x == 0 { break; }
+                    got += x;
+                    if got == n { break; }
+                }
+                let end = (at as usize + n).min(len);
+                assert_eq!(&buf[..got], &data[at as usize..end]);
+                assert_eq!(r.position(), end as u64);
+            }
+        });
+    }
+}

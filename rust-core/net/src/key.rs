@@ -1,0 +1,114 @@
+//! The cluster key: a libp2p private-network pre-shared key (`pnet`), read
+//! from a key file in the standard libp2p/IPFS swarm-key format:
+//!
+//! ```text
+//! /key/swarm/psk/1.0.0/
+//! /base16/
+//! <64 hex digits: 32 random bytes>
+//! ```
+//!
+//! `fragstate keygen FILE` writes one (mode 0600). Every node of a cluster
+//! uses the same file; a connection between nodes with different keys (or
+//! one with a key and one without) fails in the first bytes of the
+//! handshake, before noise, so such a node can neither join nor read.
+//! The node identity (peer id) key is separate: see [`load_or_create_identity`].
+
+use std::io::Read;
+use std::path::Path;
+use std::str::FromStr;
+
+use libp2p::identity::Keypair;
+use libp2p::pnet::PreSharedKey;
+
+use fragstate_core::error::{Error, Result};
+
+/// Parses a key file's text.
+pub fn parse_cluster_key(text: &str, file: &Path) -> Result<PreSharedKey> {
+    PreSharedKey::from_str(text.trim_end()).map_err(|e| {
+        Error::format(
+            format!("cluster key file {}", file.display()),
+            format!("{e} (expected \"/key/swarm/psk/1.0.0/\", \"/base16/\" and 64 hex digits on three lines)"),
+        )
+    })
+}
+
+pub fn load_cluster_key(file: &Path) -> Result<PreSharedKey> {
+    let text = std::fs::read_to_string(file).map_err(|e| Error::io(format!("read cluster key file {}", file.display()), e))?;
+    parse_cluster_key(&text, file)
+}
+
+fn random_bytes<const N: usize>() -> Result<[u8; N]> {
+    let mut b = [0u8; N];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .map_err(|e| Error::io("read /dev/urandom", e))?;
+    Ok(b)
+}
+
+/// Text of a new random key file.
+pub fn generate_cluster_key_text() -> Result<String> {
+    let bytes: [u8; 32] = random_bytes()?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("/key/swarm/psk/1.0.0/\n/base16/\n{hex}\n"))
+}
+
+/// Writes a new key file; refuses to overwrite an existing one.
+pub fn write_cluster_key(file: &Path) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let text = generate_cluster_key_text()?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(file)
+        .map_err(|e| Error::io(format!("create cluster key file {}", file.display()), e))?;
+    f.write_all(text.as_bytes()).map_err(|e| Error::io(format!("write cluster key file {}", file.display()), e))
+}
+
+/// The node's identity: kept in `file` (protobuf-encoded ed25519 keypair) so
+/// that a restarted disk-backed node has the same peer id, which is what the
+/// manifests name as holder. Created on first use.
+pub fn load_or_create_identity(file: &Path) -> Result<Keypair> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::read(file) {
+        Ok(bytes) => Keypair::from_protobuf_encoding(&bytes)
+            .map_err(|e| Error::format(format!("node identity file {}", file.display()), e.to_string())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let kp = Keypair::generate_ed25519();
+            let bytes = kp.to_protobuf_encoding().map_err(|e| Error::format("node identity", e.to_string()))?;
+            let tmp = file.with_extension("tmp");
+            let write = || -> std::io::Result<()> {
+                use std::io::Write;
+                let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
+                f.write_all(&bytes)?;
+                f.sync_all()?;
+                std::fs::rename(&tmp, file)
+            };
+            write().map_err(|e| Error::io(format!("write node identity file {}", file.display()), e))?;
+            Ok(kp)
+        }
+        Err(e) => Err(Error::io(format!("read node identity file {}", file.display()), e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_keys_parse_and_differ() {
+        let a = generate_cluster_key_text().unwrap();
+        let b = generate_cluster_key_text().unwrap();
+        assert_ne!(a, b);
+        let ka = parse_cluster_key(&a, Path::new("a")).unwrap();
+        assert_eq!(ka.fingerprint().to_string(), parse_cluster_key(&a, Path::new("a")).unwrap().fingerprint().to_string());
+    }
+
+    #[test]
+    fn bad_key_files_name_the_file() {
+        let e = parse_cluster_key("/key/swarm/psk/1.0.0/\n/base16/\nxyz\n", Path::new("/etc/k")).unwrap_err().to_string();
+        assert!(e.contains("/etc/k"), "{e}");
+        assert!(parse_cluster_key("", Path::new("k")).is_err());
+    }
+}

@@ -1,0 +1,235 @@
+//! The network adapter: fragstate nodes in separate processes form one
+//! cluster over libp2p, and [`crate::Client`] runs over it unchanged
+//! because [`NetNode`] implements [`fragstate_client::transport::Transport`].
+//!
+//! - [`key`]: the cluster key (pnet pre-shared key file) and node identities.
+//! - [`wire`]: the frames of the fragment protocol.
+//! - [`node`]: the swarm, membership, stream pool, server and `Transport`.
+//! - this module: the background services of a storage node — repair of
+//!   objects that lost a holder (rate-limited, counted in stats) and
+//!   reclaim of fragments whose writer never committed them.
+//!
+//! `NETWORK.md` beside this crate describes the protocol, the security
+//! model and the pitfalls met on the way.
+
+pub mod key;
+pub mod node;
+pub mod wire;
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+pub use node::{hostname, NetConfig, NetNode, FRAG_PROTOCOL};
+pub use wire::{NodeStats, Role};
+
+use fragstate_client::{Client, ClientConfig};
+use fragstate_client::transport::Transport;
+use fragstate_core::ids::NodeId;
+
+/// How a storage node repairs and collects garbage.
+#[derive(Clone, Debug)]
+pub struct ServiceConfig {
+    /// How often degraded objects are looked for.
+    pub repair_interval: Duration,
+    /// A holder must be gone this long before its fragments are rebuilt
+    /// elsewhere (a restart should not cause a repair).
+    pub repair_after: Duration,
+    /// Rebuilt fragment bytes per second, at most (0: no repair).
+    pub repair_rate: u64,
+    /// Fragments that no manifest commits are reclaimed after this age.
+    pub reclaim_after: Duration,
+    pub reclaim_interval: Duration,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        ServiceConfig {
+            repair_interval: Duration::from_secs(2),
+            repair_after: Duration::from_secs(10),
+            repair_rate: 200 * 1024 * 1024,
+            reclaim_after: Duration::from_secs(600),
+            reclaim_interval: Duration::from_secs(30),
+        }
+    }
+}
+
+impl NetNode {
+    /// The client configuration for writing through this node: its own
+    /// store is excluded from placement unless `allow_self` is set. Reads ask
+    /// for exactly `k` cells (`hedge` 0) and hedge only after `hedge_delay`:
+    /// over the network an extra cell per stripe costs 25 % more bytes to
+    /// encrypt and decrypt, and `fragstate bench net` read 15–20 % slower with
+    /// `hedge` 1 on two cores.
+    pub fn client_config(&self, allow_self: bool) -> ClientConfig {
+        ClientConfig {
+            hedge: 0,
+            exclude_node: (!allow_self).then(|| self.id().clone()),
+            writer_id: format!("{}@{}", std::process::id(), self.id()),
+            ..ClientConfig::default()
+        }
+    }
+
+    /// Starts the repair and reclaim loops (storage nodes).
+    pub fn start_services(&self, cfg: ServiceConfig) {
+        if self.store().is_none() {
+            return;
+        }
+        let node = self.clone();
+        let c = cfg.clone();
+        self.spawn(async move { repair_loop(node, c).await });
+        let node = self.clone();
+        self.spawn(async move { reclaim_loop(node, cfg).await });
+    }
+}
+
+/// The failure-domain label of this process's node from the configured
+/// value: `host` or unset → the host name (one fragment per machine),
+/// `process` → `<hostname>/<pid>` (one fragment per process: every JVM of a
+/// cluster on one host, as in tests and demos), anything else → that literal
+/// label (e.g. `rack1-host3`).
+pub fn failure_domain(value: Option<&str>) -> String {
+    match value.map(str::trim) {
+        None | Some("") | Some("host") => hostname(),
+        Some("process") => format!("{}/{}", hostname(), std::process::id()),
+        Some(label) => label.to_string(),
+    }
+}
+
+/// A disk-backed storage node's state in a directory this process has
+/// locked: its identity (`node.identity`, created on first use, so a
+/// restarted node keeps its peer id), its fragment store, and the path of
+/// its tombstone file.
+pub fn open_disk_node(
+    dir: fragstate_store::DirLock,
+    budget: u64,
+    fsync: bool,
+) -> fragstate_core::Result<(libp2p::identity::Keypair, fragstate_store::FragmentStore, std::path::PathBuf)> {
+    let path = dir.dir().to_path_buf();
+    let identity = key::load_or_create_identity(&path.join("node.identity"))?;
+    let name = identity.public().to_peer_id().to_base58();
+    tracing::info!(dir = %path.display(), node = %name, "fragment store opened");
+    let store = fragstate_store::FragmentStore::open_claimed(name, dir, budget, fsync)?;
+    Ok((identity, store, path.join("tombstones.bin")))
+}
+
+/// Bytes of one fragment of an object described by a manifest.
+fn fragment_bytes(m: &fragstate_core::format::Manifest) -> u64 {
+    let k = m.params.k();
+    m.stripes.iter().map(|s| s.cell_len(k) as u64).sum()
+}
+
+/// One scan: the objects this node must repair (it is their first live
+/// holder) and that lost a holder more than `repair_after` ago.
+fn scan(node: &NetNode, cfg: &ServiceConfig) -> Vec<(String, u64)> {
+    let Some(store) = node.store() else { return Vec::new() };
+    let inner = &node.inner;
+    let live: HashSet<NodeId> = node.live_nodes().into_iter().map(|n| n.id).collect();
+    let mut out = Vec::new();
+    for s in store.list("") {
+        let Some(m) = store.get_manifest(&s.path) else { continue };
+        // Only the first live holder repairs, so that holders do not race.
+        if m.holders.iter().find(|h| live.contains(*h)) != Some(&inner.id) {
+            continue;
+        }
+        let lost = m
+            .holders
+            .iter()
+            .filter(|h| !live.contains(*h))
+            .filter(|h| inner.down_since(h).is_some_and(|t| t.elapsed() >= cfg.repair_after))
+            .count() as u64;
+        if lost > 0 {
+            out.push((m.path.clone(), lost * fragment_bytes(&m)));
+        }
+    }
+    out
+}
+
+async fn repair_loop(node: NetNode, cfg: ServiceConfig) {
+    let mut shutdown = node.inner.shutdown_signal();
+    let client = match Client::new(std::sync::Arc::new(node.clone()), ClientConfig { writer_id: format!("repair@{}", node.id()), ..ClientConfig::default() }) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "repair disabled");
+            return;
+        }
+    };
+    let counters = &node.inner.counters;
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            _ = tokio::time::sleep(cfg.repair_interval) => {}
+        }
+        let todo = tokio::task::block_in_place(|| scan(&node, &cfg));
+        counters.objects_degraded.store(todo.len() as u64, Ordering::Relaxed);
+        counters.bytes_to_repair.store(todo.iter().map(|t| t.1).sum(), Ordering::Relaxed);
+        if cfg.repair_rate == 0 || todo.is_empty() {
+            continue;
+        }
+        tracing::info!(objects = todo.len(), bytes = todo.iter().map(|t| t.1).sum::<u64>(), "repairing degraded objects");
+        for (path, bytes) in todo {
+            let started = std::time::Instant::now();
+            let r = tokio::select! {
+                _ = shutdown.changed() => return,
+                r = client.repair(&path) => r,
+            };
+            match r {
+                Ok(n) => {
+                    counters.objects_repaired.fetch_add(1, Ordering::Relaxed);
+                    counters.fragments_repaired.fetch_add(n as u64, Ordering::Relaxed);
+                    counters.objects_degraded.fetch_sub(1, Ordering::Relaxed);
+                    counters.bytes_to_repair.fetch_sub(bytes.min(counters.bytes_to_repair.load(Ordering::Relaxed)), Ordering::Relaxed);
+                    tracing::info!(%path, fragments = n, bytes, millis = started.elapsed().as_millis() as u64, "object repaired");
+                }
+                Err(e) => {
+                    counters.repair_failures.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(%path, error = %e, "repair failed; retried in the next round");
+                }
+            }
+            // Rate limit: the rebuilt bytes take at least bytes / rate.
+            let budget = Duration::from_secs_f64(bytes as f64 / cfg.repair_rate as f64);
+            if let Some(wait) = budget.checked_sub(started.elapsed()) {
+                tokio::select! {
+                    _ = shutdown.changed() => return,
+                    _ = tokio::time::sleep(wait) => {}
+                }
+            }
+        }
+    }
+}
+
+async fn reclaim_loop(node: NetNode, cfg: ServiceConfig) {
+    let mut shutdown = node.inner.shutdown_signal();
+    let Some(store) = node.store().cloned() else { return };
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            _ = tokio::time::sleep(cfg.reclaim_interval) => {}
+        }
+        match tokio::task::block_in_place(|| store.reclaim_uncommitted(cfg.reclaim_after)) {
+            Ok(st) if st.fragments > 0 => {
+                node.inner.counters.reclaimed_fragments.fetch_add(st.fragments, Ordering::Relaxed);
+                tracing::info!(fragments = st.fragments, bytes = st.bytes, "reclaimed uncommitted fragments (writer died before commit)");
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "reclaim failed"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_domain_host_process_and_literal() {
+        let host = hostname();
+        assert!(!host.is_empty());
+        assert_eq!(failure_domain(None), host);
+        assert_eq!(failure_domain(Some("")), host);
+        assert_eq!(failure_domain(Some("host")), host);
+        assert_eq!(failure_domain(Some(" process ")), format!("{host}/{}", std::process::id()));
+        assert_ne!(failure_domain(Some("process")), failure_domain(Some("host")));
+        assert_eq!(failure_domain(Some("rack1-host3")), "rack1-host3");
+    }
+}

@@ -1,0 +1,436 @@
+//! The fragment protocol's frames (`/fragstate/frag/1.0.0`), as specified in
+//! `NETWORK.md`: every frame is `length (u32 LE) | kind (u8) | body`, where
+//! `length` counts the body only. Manifests and fragment headers travel as
+//! the envelopes of [`fragstate_core::format`], cells as a 16-byte [`CellFrame`]
+//! followed by the cell bytes, small structured bodies as bincode with a
+//! size limit. Every frame's length is checked against a per-kind limit
+//! before any byte of the body is read, so a peer cannot make a node
+//! allocate more than one cell plus a small constant.
+//!
+//! Decoding never panics: a malformed frame is an [`Error::Format`], and the
+//! node that receives one drops the connection to its sender.
+
+use bincode::Options;
+use bytes::{Bytes, BytesMut};
+use futures::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use serde::{Deserialize, Serialize};
+
+use fragstate_core::error::{Error, Result};
+use fragstate_core::format::{CellFrame, CELL_FRAME_HEADER_LEN, MAX_ENVELOPE_BODY};
+use fragstate_core::ids::WriteId;
+use fragstate_core::params::MAX_CELL_SIZE;
+use fragstate_core::delete::{DeleteStats, DeleteTarget};
+use fragstate_core::ids::NodeId;
+
+/// length (4) + kind (1).
+pub const FRAME_HEADER_LEN: usize = 5;
+/// Largest body of a frame that is not a cell: an envelope of the largest
+/// allowed size plus its prefix and checksum.
+pub const MAX_CONTROL_BODY: u32 = MAX_ENVELOPE_BODY + 64;
+/// Largest body of a cell frame: the largest cell plus its frame header.
+pub const MAX_CELL_BODY: u32 = MAX_CELL_SIZE + CELL_FRAME_HEADER_LEN as u32;
+
+/// Frame kinds. Requests are below 64, responses from 64 up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    Hello = 1,
+    OpenFragment = 2,
+    Cell = 3,
+    Finish = 4,
+    GetCell = 5,
+    PutManifest = 6,
+    GetManifest = 7,
+    List = 8,
+    Delete = 9,
+    Stat = 10,
+    BenchSink = 11,
+    BenchSource = 12,
+    Ok = 64,
+    Err = 65,
+    CellData = 66,
+    ManifestData = 67,
+    NoManifest = 68,
+    Listing = 69,
+    Deleted = 70,
+    Stats = 71,
+    HelloReply = 72,
+}
+
+impl Kind {
+    pub fn from_u8(b: u8) -> Option<Kind> {
+        use Kind::*;
+        Some(match b {
+            1 => Hello,
+            2 => OpenFragment,
+            3 => Cell,
+            4 => Finish,
+            5 => GetCell,
+            6 => PutManifest,
+            7 => GetManifest,
+            8 => List,
+            9 => Delete,
+            10 => Stat,
+            11 => BenchSink,
+            12 => BenchSource,
+            64 => Ok,
+            65 => Err,
+            66 => CellData,
+            67 => ManifestData,
+            68 => NoManifest,
+            69 => Listing,
+            70 => Deleted,
+            71 => Stats,
+            72 => HelloReply,
+            _ => return None,
+        })
+    }
+
+    /// The largest body this kind may carry.
+    pub fn max_body(self) -> u32 {
+        match self {
+            Kind::Cell | Kind::CellData => MAX_CELL_BODY,
+            Kind::Finish | Kind::Ok | Kind::NoManifest | Kind::Stat => 0,
+            Kind::BenchSink | Kind::BenchSource => MAX_CELL_BODY,
+            _ => MAX_CONTROL_BODY,
+        }
+    }
+}
+
+/// One received frame.
+pub struct Frame {
+    pub kind: Kind,
+    pub body: Bytes,
+}
+
+/// A frame that broke the protocol (unknown kind, over its limit): the
+/// sender is not a well-behaved fragstate node and its connection is dropped.
+pub fn is_protocol_violation(e: &Error) -> bool {
+    matches!(e, Error::Format { what, .. } if what.starts_with("frame"))
+}
+
+/// Reads one frame. `Ok(None)` is a clean end of stream before a frame
+/// started. `max_cell` bounds cell frames below [`MAX_CELL_BODY`] when the
+/// cell size is known (uploads).
+pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max_cell: Option<u32>) -> Result<Option<Frame>> {
+    let mut head = [0u8; FRAME_HEADER_LEN];
+    // Distinguish a clean close (no byte of a new frame) from a torn one.
+    let n = r.read(&mut head).await.map_err(|e| Error::io("read frame header", e))?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if n < FRAME_HEADER_LEN {
+        r.read_exact(&mut head[n..]).await.map_err(|e| Error::io("read frame header", e))?;
+    }
+    let len = u32::from_le_bytes(head[..4].try_into().unwrap());
+    let kind = Kind::from_u8(head[4]).ok_or_else(|| Error::format("frame", format!("unknown frame kind {}", head[4])))?;
+    let mut limit = kind.max_body();
+    if let (Kind::Cell, Some(c)) = (kind, max_cell) {
+        limit = limit.min(c + CELL_FRAME_HEADER_LEN as u32);
+    }
+    if len > limit {
+        return Err(Error::format("frame", format!("{kind:?} frame of {len} bytes exceeds the limit of {limit} bytes")));
+    }
+    let mut body = BytesMut::zeroed(len as usize);
+    r.read_exact(&mut body).await.map_err(|e| Error::io(format!("read {kind:?} frame body of {len} bytes"), e))?;
+    Ok(Some(Frame { kind, body: body.freeze() }))
+}
+
+/// Writes one frame (header and body; `extra` is appended to `body`, so a
+/// cell is sent without copying it behind its frame header).
+pub async fn write_frame<W: AsyncWrite + Unpin>(w: &mut W, kind: Kind, body: &[u8], extra: &[u8]) -> Result<()> {
+    let len = (body.len() + extra.len()) as u32;
+    let mut head = [0u8; FRAME_HEADER_LEN];
+    head[..4].copy_from_slice(&len.to_le_bytes());
+    head[4] = kind as u8;
+    let ctx = |e| Error::io(format!("write {kind:?} frame"), e);
+    if body.len() + extra.len() <= 64 * 1024 {
+        // Small frames in one write: one yamux data frame instead of three.
+        let mut buf = Vec::with_capacity(FRAME_HEADER_LEN + len as usize);
+        buf.extend_from_slice(&head);
+        buf.extend_from_slice(body);
+        buf.extend_from_slice(extra);
+        w.write_all(&buf).await.map_err(ctx)?;
+    } else {
+        w.write_all(&head).await.map_err(ctx)?;
+        w.write_all(body).await.map_err(ctx)?;
+        w.write_all(extra).await.map_err(ctx)?;
+    }
+    w.flush().await.map_err(ctx)
+}
+
+fn opts() -> impl Options {
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .with_little_endian()
+        .with_limit(MAX_CONTROL_BODY as u64)
+        .reject_trailing_bytes()
+}
+
+pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
+    opts().serialize(v).expect("wire messages are far below the size limit")
+}
+
+pub fn decode<T: for<'de> Deserialize<'de>>(what: &str, b: &[u8]) -> Result<T> {
+    opts().deserialize(b).map_err(|e| Error::format(format!("frame body ({what})"), format!("undecodable: {e}")))
+}
+
+/// A cell on the wire: frame header and bytes.
+pub fn split_cell(what: &str, body: Bytes, max_len: u32) -> Result<(CellFrame, Bytes)> {
+    let frame = CellFrame::decode(&body, max_len).map_err(|e| Error::format(format!("frame body ({what})"), e.to_string()))?;
+    if body.len() != CELL_FRAME_HEADER_LEN + frame.len as usize {
+        return Err(Error::format(
+            format!("frame body ({what})"),
+            format!("cell frame announces {} bytes, frame carries {}", frame.len, body.len() - CELL_FRAME_HEADER_LEN),
+        ));
+    }
+    Ok((frame, body.slice(CELL_FRAME_HEADER_LEN..)))
+}
+
+/// Node role, announced in the hello.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    /// Holds fragments.
+    Storage,
+    /// Only reads and writes.
+    Client,
+}
+
+impl std::str::FromStr for Role {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "storage" => Ok(Role::Storage),
+            "client" => Ok(Role::Client),
+            _ => Err(format!("invalid role {s:?}: allowed storage, client")),
+        }
+    }
+}
+
+/// A delete that reaches nodes which were down when it was issued.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Tombstone {
+    /// `true`: every path starting with `path`; `false`: exactly `path`.
+    pub prefix: bool,
+    pub path: String,
+    /// Objects created before this time (writer's clock) are deleted.
+    pub at_unix_ms: u64,
+}
+
+/// Exchanged when two nodes connect and every few seconds after.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol_version: u32,
+    pub role: Role,
+    pub domain: String,
+    pub free_bytes: u64,
+    /// Recent path and prefix deletes (newest first, bounded).
+    pub tombstones: Vec<Tombstone>,
+}
+
+pub const PROTOCOL_VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+pub struct GetCellReq {
+    pub path: String,
+    pub write_id: WriteId,
+    pub index: u8,
+    pub stripe: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum WireDelete {
+    Path(String),
+    Prefix(String),
+    Write { path: String, write_id: WriteId },
+    OtherWrites { path: String, keep: WriteId },
+}
+
+impl From<&DeleteTarget> for WireDelete {
+    fn from(t: &DeleteTarget) -> Self {
+        match t {
+            DeleteTarget::Path(p) => WireDelete::Path(p.clone()),
+            DeleteTarget::Prefix(p) => WireDelete::Prefix(p.clone()),
+            DeleteTarget::Write { path, write_id } => WireDelete::Write { path: path.clone(), write_id: *write_id },
+            DeleteTarget::OtherWrites { path, keep } => WireDelete::OtherWrites { path: path.clone(), keep: *keep },
+        }
+    }
+}
+
+impl From<WireDelete> for DeleteTarget {
+    fn from(t: WireDelete) -> Self {
+        match t {
+            WireDelete::Path(p) => DeleteTarget::Path(p),
+            WireDelete::Prefix(p) => DeleteTarget::Prefix(p),
+            WireDelete::Write { path, write_id } => DeleteTarget::Write { path, write_id },
+            WireDelete::OtherWrites { path, keep } => DeleteTarget::OtherWrites { path, keep },
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct WireDeleteStats {
+    pub manifests: u64,
+    pub fragments: u64,
+    pub bytes: u64,
+}
+
+impl From<DeleteStats> for WireDeleteStats {
+    fn from(s: DeleteStats) -> Self {
+        WireDeleteStats { manifests: s.manifests, fragments: s.fragments, bytes: s.bytes }
+    }
+}
+
+impl From<WireDeleteStats> for DeleteStats {
+    fn from(s: WireDeleteStats) -> Self {
+        DeleteStats { manifests: s.manifests, fragments: s.fragments, bytes: s.bytes }
+    }
+}
+
+/// What `stats` reports of one node.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeStats {
+    pub node: String,
+    pub role: String,
+    pub domain: String,
+    pub fragments: u64,
+    pub cells: u64,
+    pub bytes: u64,
+    pub manifests: u64,
+    pub budget: u64,
+    pub live_storage_peers: u64,
+    /// Objects this node is responsible for repairing that miss a holder.
+    pub objects_degraded: u64,
+    /// Fragment bytes those objects miss.
+    pub bytes_to_repair: u64,
+    pub objects_repaired: u64,
+    pub fragments_repaired: u64,
+    pub repair_failures: u64,
+    pub tombstones: u64,
+    pub tombstone_deletes: u64,
+    pub reclaimed_fragments: u64,
+    pub protocol_violations: u64,
+    pub uptime_secs: u64,
+}
+
+/// An error as sent back to the requester: enough to rebuild the variants
+/// that the pipelines tell apart ([`Error::is_node_fault`]).
+#[derive(Serialize, Deserialize)]
+pub enum WireError {
+    NotFound { path: String },
+    StoreFull { node: String, budget: u64, used: u64, requested: u64 },
+    CellNotFound { path: String, index: u64, stripe: u32, node: String },
+    Format { what: String, reason: String },
+    InvalidState { path: String, reason: String },
+    InvalidParameter { name: String, value: String, allowed: String },
+    /// Anything else (I/O on the holder, …): the holder is at fault.
+    Node { message: String },
+}
+
+impl WireError {
+    pub fn from_error(e: &Error) -> Self {
+        match e {
+            Error::NotFound { path } => WireError::NotFound { path: path.clone() },
+            Error::StoreFull { node, budget, used, requested } => {
+                WireError::StoreFull { node: node.clone(), budget: *budget, used: *used, requested: *requested }
+            }
+            Error::CellNotFound { path, index, stripe, node } => {
+                WireError::CellNotFound { path: path.clone(), index: *index as u64, stripe: *stripe, node: node.clone() }
+            }
+            Error::Format { what, reason } => WireError::Format { what: what.clone(), reason: reason.clone() },
+            Error::InvalidState { path, reason } => WireError::InvalidState { path: path.clone(), reason: reason.clone() },
+            Error::InvalidParameter { name, value, allowed } => {
+                WireError::InvalidParameter { name: name.to_string(), value: value.clone(), allowed: allowed.clone() }
+            }
+            other => WireError::Node { message: other.to_string() },
+        }
+    }
+
+    pub fn into_error(self, node: &NodeId) -> Error {
+        match self {
+            WireError::NotFound { path } => Error::NotFound { path },
+            WireError::StoreFull { node, budget, used, requested } => Error::StoreFull { node, budget, used, requested },
+            WireError::CellNotFound { path, index, stripe, node } => Error::CellNotFound { path, index: index as usize, stripe, node },
+            WireError::Format { what, reason } => Error::Format { what: format!("node {node}: {what}"), reason },
+            WireError::InvalidState { path, reason } => Error::InvalidState { path, reason: format!("node {node}: {reason}") },
+            WireError::InvalidParameter { name, value, allowed } => Error::InvalidParameter {
+                name: "parameter (remote)",
+                value: format!("{name} = {value}"),
+                allowed,
+            },
+            WireError::Node { message } => Error::NodeUnavailable { node: node.clone(), reason: message },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fragstate_core::format::ObjectSummary;
+    use futures::io::Cursor;
+
+    fn block<F: std::future::Future>(f: F) -> F::Output {
+        futures::executor::block_on(f)
+    }
+
+    #[test]
+    fn frames_round_trip() {
+        let mut buf = Vec::new();
+        block(write_frame(&mut buf, Kind::GetManifest, b"abc", b"")).unwrap();
+        block(write_frame(&mut buf, Kind::Finish, b"", b"")).unwrap();
+        let mut r = Cursor::new(buf);
+        let f = block(read_frame(&mut r, None)).unwrap().unwrap();
+        assert_eq!((f.kind, &f.body[..]), (Kind::GetManifest, &b"abc"[..]));
+        assert_eq!(block(read_frame(&mut r, None)).unwrap().unwrap().kind, Kind::Finish);
+        assert!(block(read_frame(&mut r, None)).unwrap().is_none());
+    }
+
+    #[test]
+    fn oversized_and_unknown_frames_are_violations_before_the_body_is_read() {
+        let mut head = Vec::new();
+        head.extend_from_slice(&(MAX_CONTROL_BODY + 1).to_le_bytes());
+        head.push(Kind::List as u8);
+        let e = block(read_frame(&mut Cursor::new(head), None)).err().unwrap();
+        assert!(is_protocol_violation(&e), "{e}");
+        assert!(e.to_string().contains("exceeds the limit"), "{e}");
+        let e = block(read_frame(&mut Cursor::new(vec![0, 0, 0, 0, 200]), None)).err().unwrap();
+        assert!(is_protocol_violation(&e) && e.to_string().contains("unknown frame kind 200"), "{e}");
+        // A cell bigger than the fragment's cell size.
+        let mut head = Vec::new();
+        head.extend_from_slice(&(4096u32 + 17).to_le_bytes());
+        head.push(Kind::Cell as u8);
+        assert!(is_protocol_violation(&block(read_frame(&mut Cursor::new(head), Some(4096))).err().unwrap()));
+        // Finish carries no body.
+        assert!(block(read_frame(&mut Cursor::new(vec![1, 0, 0, 0, Kind::Finish as u8, 0]), None)).is_err());
+    }
+
+    #[test]
+    fn torn_frames_are_io_errors() {
+        let e = block(read_frame(&mut Cursor::new(vec![10, 0, 0, 0, Kind::List as u8, 1, 2]), None)).err().unwrap();
+        assert!(matches!(e, Error::Io { .. }), "{e}");
+    }
+
+    #[test]
+    fn cell_bodies_are_checked() {
+        let cell = vec![7u8; 100];
+        let mut body = CellFrame { stripe: 1, len: 100, checksum: 5 }.encode().to_vec();
+        body.extend_from_slice(&cell);
+        let (f, c) = split_cell("t", Bytes::from(body.clone()), 4096).unwrap();
+        assert_eq!((f.stripe, &c[..]), (1, &cell[..]));
+        body.pop();
+        assert!(split_cell("t", Bytes::from(body), 4096).is_err());
+    }
+
+    #[test]
+    fn garbage_bodies_never_panic() {
+        for n in 0..64usize {
+            let b: Vec<u8> = (0..n).map(|i| (i * 37 + n) as u8).collect();
+            let _ = decode::<Hello>("hello", &b);
+            let _ = decode::<GetCellReq>("get", &b);
+            let _ = decode::<WireDelete>("delete", &b);
+            let _ = decode::<WireError>("error", &b);
+            let _ = decode::<Vec<ObjectSummary>>("list", &b);
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! [`NodeConfig`]: everything a process's node needs, as the Flink plugin
+//! sends it (a JSON object of `FragstateOptions` values), and the bounds of
+//! every numeric field ([`limits_json`]), which the plugin validates against.
+
+use serde::{Deserialize, Serialize};
+
+use fragstate_client::config::READ_AHEAD;
+use fragstate_client::ClientConfig;
+use fragstate_core::error::{Error, Result};
+use fragstate_core::params::{CodingParams, Compression, MAX_CELL_SIZE, MAX_FRAGMENTS, MIN_CELL_SIZE, ZSTD_LEVELS};
+
+/// Nodes of an embedded mesh (besides: at least `k + m`).
+pub const LOCAL_MESH_NODES: std::ops::RangeInclusive<usize> = 1..=64;
+
+/// The bounds of every numeric [`NodeConfig`] field, as the JSON object the
+/// Flink plugin validates its options against (`FragstateNative.limits()`):
+/// `{"dataFragments": {"min": 1, "max": 32}, …}`. One source of truth: the
+/// Java side copies no bound.
+pub fn limits_json() -> String {
+
+    let range = |min: u64, max: u64| serde_json::json!({ "min": min, "max": max });
+    serde_json::json!({
+        "dataFragments": range(1, MAX_FRAGMENTS as u64),
+        "parityFragments": range(0, MAX_FRAGMENTS as u64 - 1),
+        "totalFragments": range(1, MAX_FRAGMENTS as u64),
+        "cellSize": range(MIN_CELL_SIZE as u64, MAX_CELL_SIZE as u64),
+        "zstdLevel": range(*ZSTD_LEVELS.start() as u64, *ZSTD_LEVELS.end() as u64),
+        "localMeshNodes": range(*LOCAL_MESH_NODES.start() as u64, *LOCAL_MESH_NODES.end() as u64),
+        "readAhead": range(*READ_AHEAD.start() as u64, *READ_AHEAD.end() as u64),
+        "storeMemory": range(MIN_CELL_SIZE as u64, i64::MAX as u64),
+    })
+    .to_string()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// An in-process mesh of `local_mesh_nodes` nodes (MiniCluster, IDE runs).
+    #[default]
+    Embedded,
+    /// A libp2p node that joins the cluster.
+    Cluster,
+}
+
+/// Everything a node needs; the Flink plugin builds it from `FragstateOptions`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct NodeConfig {
+    pub mode: Mode,
+    pub data_fragments: usize,
+    pub parity_fragments: usize,
+    pub cell_size: u64,
+    /// `none`, `zstd` (level 3) or `zstd:LEVEL`.
+    pub compression: String,
+    pub local_mesh_nodes: usize,
+    /// Disk stores under this directory; in memory when absent.
+    pub store_dir: Option<String>,
+    /// Byte budget of this process's stores (split evenly over an embedded mesh).
+    pub store_memory: u64,
+    pub listen: Option<String>,
+    pub bootstrap: Vec<String>,
+    pub cluster_key_file: Option<String>,
+    pub insecure_no_cluster_key: bool,
+    pub failure_domain: Option<String>,
+    pub read_ahead: usize,
+    pub log_level: String,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        let p = CodingParams::default();
+        NodeConfig {
+            mode: Mode::Embedded,
+            data_fragments: p.k(),
+            parity_fragments: p.m(),
+            cell_size: p.cell_size() as u64,
+            compression: "none".into(),
+            local_mesh_nodes: 6,
+            store_dir: None,
+            store_memory: 4 << 30,
+            listen: None,
+            bootstrap: Vec::new(),
+            cluster_key_file: None,
+            insecure_no_cluster_key: false,
+            failure_domain: None,
+            read_ahead: ClientConfig::default().read_ahead,
+            log_level: "info".into(),
+        }
+    }
+}
+
+/// Parses `none`, `zstd` or `zstd:LEVEL`.
+pub fn parse_compression(s: &str) -> Result<Compression> {
+    let allowed = || format!("none, zstd or zstd:LEVEL with {} ≤ LEVEL ≤ {}", ZSTD_LEVELS.start(), ZSTD_LEVELS.end());
+    match s.trim() {
+        "none" | "" => Ok(Compression::None),
+        "zstd" => Ok(Compression::Zstd { level: 3 }),
+        other => match other.strip_prefix("zstd:").map(str::parse::<i32>) {
+            Some(Ok(level)) if ZSTD_LEVELS.contains(&level) => Ok(Compression::Zstd { level }),
+            _ => Err(Error::invalid("compression", other, allowed())),
+        },
+    }
+}
+
+impl NodeConfig {
+    pub fn from_json(json: &str) -> Result<Self> {
+        serde_json::from_str(json).map_err(|e| Error::invalid("node configuration", json, format!("a JSON object of known keys ({e})")))
+    }
+
+    pub fn coding_params(&self) -> Result<CodingParams> {
+        CodingParams::new(self.data_fragments, self.parity_fragments, self.cell_size, parse_compression(&self.compression)?)
+    }
+
+    pub fn client_config(&self) -> Result<ClientConfig> {
+        let min_memory = MIN_CELL_SIZE as u64;
+        if self.store_memory < min_memory {
+            return Err(Error::invalid("store memory", self.store_memory, format!("at least {min_memory} bytes")));
+        }
+        let params = self.coding_params()?;
+        let cfg = ClientConfig { params, read_ahead: self.read_ahead, hedge: params.m().min(1), ..ClientConfig::default() };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+

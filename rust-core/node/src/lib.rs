@@ -1,0 +1,211 @@
+//! A process's fragstate node, assembled from one [`NodeConfig`]: the client
+//! every stream of the process uses and the storage it reaches — an
+//! in-process mesh (`embedded`, for local Flink execution) or a networked
+//! storage node that joins the cluster (`cluster`). The JNI layer keeps one
+//! per JVM.
+
+mod cluster;
+pub mod config;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use fragstate_client::mesh::Mesh;
+use fragstate_client::{Client, ClientConfig};
+use fragstate_core::error::{Error, Result};
+use fragstate_net::NetNode;
+use fragstate_store::FragmentStore;
+
+pub use config::{limits_json, parse_compression, Mode, NodeConfig, LOCAL_MESH_NODES};
+
+/// A running node.
+pub struct Node {
+    config: NodeConfig,
+    client: Client,
+    mesh: Option<Arc<Mesh>>,
+    net: Option<NetNode>,
+}
+
+impl Node {
+    pub fn start(config: NodeConfig) -> Result<Node> {
+        let client_config = config.client_config()?;
+        match config.mode {
+            Mode::Embedded => {
+                let n = config.local_mesh_nodes;
+                let needed = client_config.params.fragments();
+                let max = *LOCAL_MESH_NODES.end();
+                if n < needed {
+                    return Err(Error::invalid(
+                        "local mesh nodes",
+                        n,
+                        format!("at least k + m = {needed} (one node per fragment), at most {max}"),
+                    ));
+                }
+                if n > max {
+                    return Err(Error::invalid("local mesh nodes", n, format!("{needed} ≤ nodes ≤ {max}")));
+                }
+                let budget = config.store_memory / n as u64;
+                let stores = (0..n)
+                    .map(|i| {
+                        let name = format!("mesh-{i}");
+                        let store = match &config.store_dir {
+                            Some(dir) => FragmentStore::open_dir(name.clone(), &Path::new(dir).join(&name), budget, true)?,
+                            None => FragmentStore::in_memory(name.clone(), budget),
+                        };
+                        Ok((name, store))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let mesh = Mesh::from_stores(stores);
+                let client = Client::new(mesh.clone(), client_config)?;
+                tracing::info!(nodes = n, k = config.data_fragments, m = config.parity_fragments, dir = ?config.store_dir, "embedded fragstate mesh started");
+                Ok(Node { config, client, mesh: Some(mesh), net: None })
+            }
+            Mode::Cluster => {
+                // Called from a plain thread that entered the runtime (the JNI layer), never from a task.
+                let handle = tokio::runtime::Handle::try_current().map_err(|_| Error::InvalidState {
+                    path: "fragstate node".into(),
+                    reason: "cluster mode must be started with a tokio runtime entered".into(),
+                })?;
+                let net = handle.block_on(cluster::start_cluster_member(&config, client_config.params.fragments()))?;
+                // Network defaults (hedge 0, the node itself excluded), the configured coding and read-ahead.
+                let client_config = ClientConfig {
+                    params: client_config.params,
+                    read_ahead: client_config.read_ahead,
+                    ..net.client_config(false)
+                };
+                let client = Client::new(Arc::new(net.clone()), client_config)?;
+                Ok(Node { config, client, mesh: None, net: Some(net) })
+            }
+        }
+    }
+
+    /// Waits until a new object could be placed ([`Client::check_placement`]),
+    /// checking every 100 ms; after `timeout`, the placement error names the
+    /// live node and failure-domain counts.
+    pub async fn await_placement(&self, timeout: std::time::Duration) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            match self.client.check_placement() {
+                Ok(()) => return Ok(()),
+                Err(e) if tokio::time::Instant::now() >= deadline => return Err(e),
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+            }
+        }
+    }
+
+    /// The network node, in cluster mode.
+    pub fn net(&self) -> Option<&NetNode> {
+        self.net.as_ref()
+    }
+
+    pub fn config(&self) -> &NodeConfig {
+        &self.config
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The in-process mesh, in embedded mode (fault injection for tests).
+    pub fn mesh(&self) -> Option<&Arc<Mesh>> {
+        self.mesh.as_ref()
+    }
+
+    /// Counters and holdings as one JSON object, for metrics.
+    pub fn stats_json(&self) -> String {
+        let live = self.client.transport().live_nodes();
+        let (mut fragments, mut bytes, mut manifests) = (0u64, 0u64, 0u64);
+        if let Some(u) = self.net.as_ref().and_then(|n| n.store()).map(|s| s.usage()) {
+            fragments += u.fragments;
+            bytes += u.bytes;
+            manifests += u.manifests;
+        }
+        if let Some(mesh) = &self.mesh {
+            for id in mesh.node_ids() {
+                if let Ok(s) = mesh.store(&id) {
+                    let u = s.usage();
+                    fragments += u.fragments;
+                    bytes += u.bytes;
+                    manifests += u.manifests;
+                }
+            }
+        }
+        serde_json::json!({
+            "mode": self.config.mode,
+            "liveNodes": live.len(),
+            "fragmentsHeld": fragments,
+            "bytesHeld": bytes,
+            "manifestsHeld": manifests,
+            "client": self.client.stats(),
+            "network": self.net.as_ref().map(|n| n.stats()),
+        })
+        .to_string()
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Some(net) = &self.net {
+            // Its tasks end by themselves and close the connections.
+            net.stop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fragstate_core::params::Compression;
+
+    #[test]
+    fn config_json_defaults_and_errors() {
+        let c = NodeConfig::from_json("{}").unwrap();
+        assert_eq!(c, NodeConfig::default());
+        let c = NodeConfig::from_json(r#"{"dataFragments":6,"parityFragments":3,"compression":"zstd:5","localMeshNodes":9}"#).unwrap();
+        assert_eq!(c.coding_params().unwrap().compression(), Compression::Zstd { level: 5 });
+        let e = NodeConfig::from_json(r#"{"dataFragmentz":6}"#).unwrap_err().to_string();
+        assert!(e.contains("unknown field `dataFragmentz`"), "{e}");
+        let e = parse_compression("zstd:30").unwrap_err().to_string();
+        assert!(e.contains("invalid compression = zstd:30") && e.contains("1 ≤ LEVEL ≤ 19"), "{e}");
+        let e = Node::start(NodeConfig { local_mesh_nodes: 5, ..NodeConfig::default() }).err().unwrap().to_string();
+        assert!(e.contains("invalid local mesh nodes = 5: allowed at least k + m = 6"), "{e}");
+        let e = Node::start(NodeConfig { local_mesh_nodes: 65, ..NodeConfig::default() }).err().unwrap().to_string();
+        assert!(e.contains("invalid local mesh nodes = 65: allowed 6 ≤ nodes ≤ 64"), "{e}");
+        let e = NodeConfig { store_memory: 4095, ..NodeConfig::default() }.client_config().unwrap_err().to_string();
+        assert!(e.contains("invalid store memory = 4095: allowed at least 4096 bytes"), "{e}");
+    }
+
+    #[test]
+    fn limits_are_the_bounds_the_config_checks() {
+        let limits: serde_json::Value = serde_json::from_str(&limits_json()).unwrap();
+        let bound = |name: &str, end: &str| limits[name][end].as_u64().unwrap_or_else(|| panic!("{name}.{end} in {limits}"));
+        let config = |k: u64, m: u64, cell: u64| NodeConfig {
+            data_fragments: k as usize,
+            parity_fragments: m as usize,
+            cell_size: cell,
+            local_mesh_nodes: 64,
+            ..NodeConfig::default()
+        };
+        let (k_max, m_max) = (bound("dataFragments", "max"), bound("parityFragments", "max"));
+        assert!(config(k_max, 0, 4096).coding_params().is_ok());
+        assert!(config(k_max + 1, 0, 4096).coding_params().is_err());
+        assert!(config(1, m_max, 4096).coding_params().is_ok());
+        assert!(config(1, m_max + 1, 4096).coding_params().is_err());
+        assert!(config(bound("dataFragments", "min") - 1, 0, 4096).coding_params().is_err());
+        assert_eq!(bound("totalFragments", "max"), k_max);
+        let (cell_min, cell_max) = (bound("cellSize", "min"), bound("cellSize", "max"));
+        assert!(config(4, 2, cell_min).coding_params().is_ok() && config(4, 2, cell_max).coding_params().is_ok());
+        assert!(config(4, 2, cell_min - 1).coding_params().is_err() && config(4, 2, cell_max + 1).coding_params().is_err());
+        for (level, ok) in [(bound("zstdLevel", "min"), true), (bound("zstdLevel", "max"), true), (bound("zstdLevel", "max") + 1, false)] {
+            assert_eq!(parse_compression(&format!("zstd:{level}")).is_ok(), ok, "zstd:{level}");
+        }
+        for (n, ok) in [(bound("readAhead", "min"), true), (bound("readAhead", "max"), true), (bound("readAhead", "max") + 1, false)] {
+            assert_eq!(NodeConfig { read_ahead: n as usize, ..NodeConfig::default() }.client_config().is_ok(), ok, "read-ahead {n}");
+        }
+        let mesh_max = bound("localMeshNodes", "max") as usize;
+        assert!(Node::start(NodeConfig { local_mesh_nodes: mesh_max + 1, ..NodeConfig::default() }).is_err());
+        let memory_min = bound("storeMemory", "min");
+        assert!(NodeConfig { store_memory: memory_min, ..NodeConfig::default() }.client_config().is_ok());
+        assert!(NodeConfig { store_memory: memory_min - 1, ..NodeConfig::default() }.client_config().is_err());
+    }
+}

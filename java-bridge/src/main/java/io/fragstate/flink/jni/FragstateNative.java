@@ -7,10 +7,10 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 
 /**
- * The JNI binding to the Rust core ({@code libfragstate.so}, crate {@code rust-core}). Load the
- * library with {@link NativeLibrary#load} before the first call.
+ * The JNI binding to the Rust core ({@code libfragstate.so}, crate {@code fragstate-jni},
+ * {@code rust-core/jni}). Load the library with {@link NativeLibrary#load} before the first call.
  *
- * <p>Contract, enforced on the Rust side ({@code rust-core/src/jni.rs}):
+ * <p>Contract, enforced on the Rust side ({@code rust-core/jni/src}):
  *
  * <ul>
  *   <li>One node per JVM: {@link #startNode} starts it (and its tokio runtime); calling it again

@@ -3,6 +3,10 @@
  */
 package io.fragstate.flink;
 
+import io.fragstate.flink.config.FragstateSettings;
+import io.fragstate.flink.fs.FragstateFileSystem;
+import io.fragstate.flink.node.FragstateNode;
+
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;

@@ -3,6 +3,10 @@
  */
 package io.fragstate.flink;
 
+import io.fragstate.flink.config.FragstateSettings;
+import io.fragstate.flink.fs.FragstateFileSystem;
+import io.fragstate.flink.node.FragstateNode;
+
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.IllegalConfigurationException;
 import org.apache.flink.core.fs.FileSystem;
@@ -39,7 +43,7 @@ public class FragstateFileSystemFactory implements FileSystemFactory {
     @Override
     public void configure(Configuration config) {
         FragstateSettings settings = FragstateSettings.fromConfig(config);
-        if (settings.mode() == FragstateSettings.Mode.EMBEDDED && !config.toMap().isEmpty()) {
+        if (settings.mode() == FragstateOptions.Mode.EMBEDDED && !config.toMap().isEmpty()) {
             // FileSystem.initialize runs in JobManager/TaskManager processes (a MiniCluster never
             // calls it): there every process would get a mesh of its own.
             LOG.warn(
@@ -52,7 +56,7 @@ public class FragstateFileSystemFactory implements FileSystemFactory {
                     FragstateOptions.MODE.key());
         }
         FragstateNode.configure(settings);
-        if (settings.mode() == FragstateSettings.Mode.CLUSTER && calledAtClusterProcessStart()) {
+        if (settings.mode() == FragstateOptions.Mode.CLUSTER && calledAtClusterProcessStart()) {
             try {
                 FragstateNode.ensureStarted();
             } catch (IOException e) {

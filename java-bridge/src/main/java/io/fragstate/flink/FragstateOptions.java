@@ -8,12 +8,16 @@ import org.apache.flink.configuration.ConfigOptions;
 import org.apache.flink.configuration.MemorySize;
 
 import java.time.Duration;
+import java.util.Locale;
 
 /**
  * Every fragstate option, in one place (Flink's own plugins do the same). Values are checked by
- * {@link FragstateSettings#fromConfig}; a bad one fails at startup with an {@link
+ * {@link io.fragstate.flink.config.FragstateSettings#fromConfig} against the bounds the native
+ * core reports ({@link io.fragstate.flink.config.NativeLimits}; this class copies none); a bad
+ * one fails at startup with an {@link
  * org.apache.flink.configuration.IllegalConfigurationException} naming the key, the value and
- * what is allowed. {@code java-bridge/OPTIONS.md} is checked against this class by a test.
+ * what is allowed. {@code java-bridge/OPTIONS.md} is checked against this class, and the ranges
+ * it documents against the native bounds, by a test.
  */
 public final class FragstateOptions {
 
@@ -22,16 +26,32 @@ public final class FragstateOptions {
     /** The JobManager node's fixed port: the default bootstrap address of every other node. */
     public static final int DEFAULT_PORT = 6130;
 
-    public static final int MAX_FRAGMENTS = 32;
-    public static final long MIN_CELL_SIZE = 4 * 1024;
-    public static final long MAX_CELL_SIZE = 64 * 1024 * 1024;
-    public static final int MIN_ZSTD_LEVEL = 1;
-    public static final int MAX_ZSTD_LEVEL = 19;
+    /** Values of {@link #MODE}; written and shown in lower case, read in any case. */
+    public enum Mode {
+        EMBEDDED,
+        CLUSTER;
 
-    public static final ConfigOption<String> MODE =
+        @Override
+        public String toString() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
+    /** Values of {@link #LOCAL_BACKEND}; written and shown in lower case, read in any case. */
+    public enum LocalBackend {
+        HASHMAP,
+        ROCKSDB;
+
+        @Override
+        public String toString() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
+    public static final ConfigOption<Mode> MODE =
             ConfigOptions.key("fragstate.mode")
-                    .stringType()
-                    .defaultValue("embedded")
+                    .enumType(Mode.class)
+                    .defaultValue(Mode.EMBEDDED)
                     .withDescription(
                             "'embedded': an in-process mesh of fragstate.local-mesh.nodes nodes"
                                     + " in every JVM (MiniCluster, IDE, single-process tests; state"
@@ -59,7 +79,7 @@ public final class FragstateOptions {
             ConfigOptions.key("fragstate.cell-size")
                     .memoryType()
                     .defaultValue(MemorySize.parse("1m"))
-                    .withDescription("Bytes per cell (a stripe holds k cells of data). 4 KiB … 64 MiB.");
+                    .withDescription("Bytes per cell (a stripe holds k cells of data). 4 kb … 64 mb.");
 
     public static final ConfigOption<String> COMPRESSION =
             ConfigOptions.key("fragstate.compression")
@@ -140,13 +160,13 @@ public final class FragstateOptions {
                     .defaultValue(MemorySize.parse("4g"))
                     .withDescription(
                             "Byte budget of the fragment stores of this process (split evenly over"
-                                    + " an embedded mesh). A full store fails the write with a clear"
-                                    + " error; nothing is dropped silently.");
+                                    + " an embedded mesh; at least 4 kb). A full store fails the write"
+                                    + " with a clear error; nothing is dropped silently.");
 
-    public static final ConfigOption<String> LOCAL_BACKEND =
+    public static final ConfigOption<LocalBackend> LOCAL_BACKEND =
             ConfigOptions.key("fragstate.local-backend")
-                    .stringType()
-                    .defaultValue("hashmap")
+                    .enumType(LocalBackend.class)
+                    .defaultValue(LocalBackend.HASHMAP)
                     .withDescription(
                             "Where FragstateStateBackend keeps working state: 'hashmap' (Flink's"
                                     + " HashMapStateBackend) or 'rocksdb' (EmbeddedRocksDBStateBackend;"
@@ -157,7 +177,7 @@ public final class FragstateOptions {
                     .intType()
                     .defaultValue(6)
                     .withDescription(
-                            "Embedded mode: nodes of the in-process mesh; at least k+m.");
+                            "Embedded mode: nodes of the in-process mesh; at least k+m, at most 64.");
 
     public static final ConfigOption<String> CHECKPOINT_DIR =
             ConfigOptions.key("fragstate.checkpoint-dir")

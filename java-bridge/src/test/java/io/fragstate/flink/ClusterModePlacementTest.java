@@ -3,6 +3,11 @@
  */
 package io.fragstate.flink;
 
+import io.fragstate.flink.config.FragstateSettings;
+import io.fragstate.flink.jni.FragstateNative;
+import io.fragstate.flink.jni.PlacementException;
+import io.fragstate.flink.node.FragstateNode;
+
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.configuration.Configuration;
 
@@ -52,7 +57,17 @@ class ClusterModePlacementTest {
                 .hasMessageContaining("cannot place 6 fragments (k=4 + m=2): only 0 usable storage nodes")
                 .hasMessageContaining("fragstate.data-fragments (k) + fragstate.parity-fragments (m)")
                 .hasMessageContaining("fragstate.failure-domain (here: host)")
-                .hasMessageContaining("fragstate.storage-wait");
+                .hasMessageContaining("fragstate.storage-wait")
+                .cause()
+                .isInstanceOfSatisfying(
+                        PlacementException.class,
+                        p -> {
+                            assertThat(p.getNeededFragments()).isEqualTo(6);
+                            assertThat(p.getDataFragments()).isEqualTo(4);
+                            assertThat(p.getParityFragments()).isEqualTo(2);
+                            assertThat(p.getUsableNodes()).isZero();
+                            assertThat(p.getFailureDomains()).isZero();
+                        });
         assertThat(FragstateNative.nodeRunning()).as("the node itself runs; only placement is impossible").isTrue();
     }
 }

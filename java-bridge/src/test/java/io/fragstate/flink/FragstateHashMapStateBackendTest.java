@@ -31,7 +31,7 @@ class FragstateHashMapStateBackendTest extends FragstateStateBackendSuite {
 
     @Override
     protected ConfigurableStateBackend getStateBackend() {
-        Configuration c = fragstateConfig("hashmap", "sbt-hashmap");
+        Configuration c = fragstateConfig(FragstateOptions.LocalBackend.HASHMAP, "sbt-hashmap");
         FragstateStateBackend backend = new FragstateStateBackend(c, getClass().getClassLoader());
         assertThat(backend.getLocalBackend()).isInstanceOf(HashMapStateBackend.class);
         return backend;

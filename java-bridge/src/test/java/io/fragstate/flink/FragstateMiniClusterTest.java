@@ -3,6 +3,8 @@
  */
 package io.fragstate.flink;
 
+import io.fragstate.flink.node.FragstateMetrics;
+
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.configuration.CheckpointingOptions;
@@ -70,7 +72,7 @@ class FragstateMiniClusterTest {
     private static Configuration jobConfig(String authority, String localBackend) {
         Configuration c = new Configuration();
         c.set(StateBackendOptions.STATE_BACKEND, FragstateStateBackendFactory.class.getName());
-        c.set(FragstateOptions.LOCAL_BACKEND, localBackend);
+        c.setString(FragstateOptions.LOCAL_BACKEND.key(), localBackend);
         c.set(FragstateOptions.CHECKPOINT_DIR, "fragstate://" + authority + "/checkpoints");
         c.set(CheckpointingOptions.INCREMENTAL_CHECKPOINTS, true);
         c.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofMillis(200));
@@ -102,7 +104,7 @@ class FragstateMiniClusterTest {
     }
 
     private static long opened() throws IOException {
-        return FragstateMetrics.value(FragstateMetrics.freshStats(), "client.objectsOpened");
+        return FragstateMetrics.freshStats().at("/client/objectsOpened").asLong();
     }
 
     /**

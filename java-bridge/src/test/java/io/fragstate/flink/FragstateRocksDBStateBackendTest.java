@@ -35,7 +35,7 @@ class FragstateRocksDBStateBackendTest extends FragstateStateBackendSuite {
 
     @Override
     protected ConfigurableStateBackend getStateBackend() {
-        Configuration c = fragstateConfig("rocksdb", "sbt-rocksdb");
+        Configuration c = fragstateConfig(FragstateOptions.LocalBackend.ROCKSDB, "sbt-rocksdb");
         c.set(CheckpointingOptions.INCREMENTAL_CHECKPOINTS, incremental);
         // The suite's mock environment has a few MiB of managed memory, which makes RocksDB flush
         // its memtable on nearly every write (2.5 min of fsyncs on 2 cores); RocksDB memory

@@ -3,7 +3,10 @@
  */
 package io.fragstate.flink;
 
+import io.fragstate.flink.config.NativeLimits;
+
 import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.configuration.description.HtmlFormatter;
 import org.apache.flink.util.TimeUtils;
 
@@ -23,7 +26,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * {@code java-bridge/OPTIONS.md} must list exactly the options of {@link FragstateOptions}, with
- * their defaults and descriptions. Regenerate with {@code -Dfragstate.regenerateOptions=true}.
+ * their defaults and descriptions, and the ranges it documents must be those the native library
+ * reports ({@link NativeLimits}). Regenerate the table with {@code
+ * -Dfragstate.regenerateOptions=true}; a range that changed in the core must be edited in the
+ * option's description.
  */
 class OptionsDocTest {
 
@@ -71,5 +77,32 @@ class OptionsDocTest {
         for (ConfigOption<?> o : options()) {
             assertThat(o.description().getBlocks()).as("description of " + o.key()).isNotEmpty();
         }
+    }
+
+    @Test
+    void documentedRangesAreTheNativeLimits() throws Exception {
+        String text = new String(Files.readAllBytes(Paths.get("OPTIONS.md")), StandardCharsets.UTF_8);
+        NativeLimits limits = NativeLimits.get();
+        String total = "k+m ≤ " + limits.totalFragments().max();
+        assertThat(row(text, FragstateOptions.DATA_FRAGMENTS)).contains(limits.dataFragments().min() + " ≤ k", total);
+        assertThat(row(text, FragstateOptions.PARITY_FRAGMENTS)).contains(limits.parityFragments().min() + " ≤ m", total);
+        NativeLimits.Range cell = limits.cellSize();
+        assertThat(row(text, FragstateOptions.CELL_SIZE))
+                .contains(new MemorySize(cell.min()) + " … " + new MemorySize(cell.max()));
+        NativeLimits.Range zstd = limits.zstdLevel();
+        assertThat(row(text, FragstateOptions.COMPRESSION)).contains(zstd.min() + " ≤ LEVEL ≤ " + zstd.max());
+        assertThat(row(text, FragstateOptions.LOCAL_MESH_NODES))
+                .contains("at least k+m, at most " + limits.localMeshNodes().max());
+        assertThat(row(text, FragstateOptions.STORE_MEMORY))
+                .contains("at least " + new MemorySize(limits.storeMemory().min()));
+    }
+
+    /** The table row of {@code option} in OPTIONS.md. */
+    private static String row(String text, ConfigOption<?> option) {
+        String start = "| `" + option.key() + "` |";
+        int at = text.indexOf(start);
+        assertThat(at).as("OPTIONS.md row of %s", option.key()).isNotNegative();
+        int end = text.indexOf('\n', at);
+        return text.substring(at, end < 0 ? text.length() : end);
     }
 }

@@ -3,6 +3,10 @@
  */
 package io.fragstate.flink;
 
+import io.fragstate.flink.config.FragstateSettings;
+import io.fragstate.flink.jni.FragstateNative;
+import io.fragstate.flink.node.FragstateNode;
+
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.fs.FSDataInputStream;
 import org.apache.flink.core.fs.FSDataOutputStream;

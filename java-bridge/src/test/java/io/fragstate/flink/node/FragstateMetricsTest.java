@@ -1,8 +1,11 @@
 /*
  * Licensed under the Apache License, Version 2.0.
  */
-package io.fragstate.flink;
+package io.fragstate.flink.node;
 
+import io.fragstate.flink.config.FragstateSettings;
+
+import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.fs.FSDataOutputStream;
 import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.Path;
@@ -11,26 +14,32 @@ import org.apache.flink.metrics.Meter;
 import org.apache.flink.metrics.Metric;
 import org.apache.flink.metrics.MetricGroup;
 import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
+import java.nio.file.Files;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /** The node's counters appear as gauges of a {@code fragstate} group and move with the I/O. */
 class FragstateMetricsTest {
 
-    /** Records every metric under its dotted name. */
+    /** Records every metric under its dotted name, and how many groups were added. */
     static final class Capturing extends UnregisteredMetricsGroup {
         final Map<String, Metric> metrics;
         final String prefix;
+        final AtomicInteger groupsAdded;
 
-        Capturing(Map<String, Metric> metrics, String prefix) {
+        Capturing(Map<String, Metric> metrics, String prefix, AtomicInteger groupsAdded) {
             this.metrics = metrics;
             this.prefix = prefix;
+            this.groupsAdded = groupsAdded;
         }
 
         @Override
@@ -47,7 +56,8 @@ class FragstateMetricsTest {
 
         @Override
         public MetricGroup addGroup(String name) {
-            return new Capturing(metrics, prefix + name + ".");
+            groupsAdded.incrementAndGet();
+            return new Capturing(metrics, prefix + name + ".", groupsAdded);
         }
     }
 
@@ -59,9 +69,11 @@ class FragstateMetricsTest {
     @Test
     void gaugesFollowTheNode() throws Exception {
         Map<String, Metric> m = new ConcurrentHashMap<>();
-        Capturing tm = new Capturing(m, "");
+        AtomicInteger groups = new AtomicInteger();
+        Capturing tm = new Capturing(m, "", groups);
         FragstateMetrics.register(tm);
-        FragstateMetrics.register(tm); // once per group
+        FragstateMetrics.register(tm);
+        assertThat(groups).as("the fragstate group is added once per parent group").hasValue(1);
         assertThat(m.keySet())
                 .contains(
                         "fragstate.liveNodes",
@@ -92,5 +104,31 @@ class FragstateMetricsTest {
         assertThat(gauge(m, "fragstate.bytesHeld") - held).isGreaterThanOrEqualTo(3 * 1024 * 1024 * 3 / 2);
         assertThat(gauge(m, "fragstate.fragmentsHeld")).isPositive();
         p.getFileSystem().delete(p, false);
+    }
+
+    /**
+     * Every gauge reads a counter the node really reports: in cluster mode (where {@code network}
+     * is filled) no pointer may miss, or its gauge would read 0 forever.
+     */
+    @Test
+    void everyCounterExistsInClusterMode(@TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path key = dir.resolve("cluster.key");
+        Files.writeString(key, "/key/swarm/psk/1.0.0/\n/base16/\n" + "5a".repeat(32) + "\n");
+        Configuration c = new Configuration();
+        c.setString("fragstate.mode", "cluster");
+        c.setString("fragstate.cluster-key-file", key.toString());
+        c.setString("fragstate.listen", "/ip4/127.0.0.1/tcp/0");
+        c.setString("fragstate.bootstrap", "/ip4/127.0.0.1/tcp/1"); // nobody there: a lone node
+        FragstateNode.stop();
+        try {
+            FragstateNode.configure(FragstateSettings.fromConfig(c));
+            JsonNode stats = FragstateMetrics.freshStats();
+            assertThat(stats.get("network").isObject()).as("network counters in %s", stats).isTrue();
+            FragstateMetrics.COUNTERS.forEach(
+                    (name, pointer) -> assertThat(stats.at(pointer).isNumber()).as("%s at %s in %s", name, pointer, stats).isTrue());
+        } finally {
+            FragstateNode.stop();
+            FragstateNode.configure(FragstateSettings.fromConfig(null));
+        }
     }
 }

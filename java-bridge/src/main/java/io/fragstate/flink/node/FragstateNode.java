@@ -1,7 +1,14 @@
 /*
  * Licensed under the Apache License, Version 2.0.
  */
-package io.fragstate.flink;
+package io.fragstate.flink.node;
+
+import io.fragstate.flink.FragstateFileSystemFactory;
+import io.fragstate.flink.FragstateOptions;
+import io.fragstate.flink.config.FragstateSettings;
+import io.fragstate.flink.jni.FragstateNative;
+import io.fragstate.flink.jni.NativeLibrary;
+import io.fragstate.flink.jni.PlacementException;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -87,15 +94,47 @@ public final class FragstateNode {
         try {
             FragstateNative.awaitPlacement(s.storageWait().toMillis());
         } catch (IOException e) {
+            String why = e instanceof PlacementException p ? explainPlacementFailure(p).getMessage() : e.getMessage();
             throw new IOException(
                     "fragstate: checkpoints of this job cannot be stored (waited "
                             + s.storageWait().toMillis()
                             + " ms, "
                             + FragstateOptions.STORAGE_WAIT.key()
                             + "): "
-                            + FragstateFileSystem.explainPlacementFailure(e).getMessage(),
+                            + why,
                     e);
         }
+    }
+
+    /**
+     * A write that cannot place its k + m fragments (too few live storage nodes or failure
+     * domains) gets the names of the settings that decide it, so that a misconfigured cluster
+     * shows in the log what to change. The result keeps the counts of {@code e} (and has it as its
+     * cause).
+     */
+    public static PlacementException explainPlacementFailure(PlacementException e) {
+        FragstateSettings running = running();
+        String domain = running == null || running.failureDomain() == null ? "" : " (here: " + running.failureDomain() + ")";
+        PlacementException explained = new PlacementException(
+                e.getMessage()
+                        + " — every object needs "
+                        + FragstateOptions.DATA_FRAGMENTS.key()
+                        + " (k) + "
+                        + FragstateOptions.PARITY_FRAGMENTS.key()
+                        + " (m) live storage nodes besides the writer, each in its own "
+                        + FragstateOptions.FAILURE_DOMAIN.key()
+                        + domain
+                        + ": lower k or m, start more storage nodes (fragstate node), or check "
+                        + FragstateOptions.BOOTSTRAP.key()
+                        + " and "
+                        + FragstateOptions.CLUSTER_KEY_FILE.key(),
+                e.getNeededFragments(),
+                e.getDataFragments(),
+                e.getParityFragments(),
+                e.getUsableNodes(),
+                e.getFailureDomains());
+        explained.initCause(e);
+        return explained;
     }
 
     /** The settings of the running node, or null. */
@@ -122,7 +161,7 @@ public final class FragstateNode {
     }
 
     /** The node's counters as JSON (see {@link FragstateNative#nodeStats}). */
-    public static String stats() throws IOException {
+    static String stats() throws IOException {
         ensureStarted();
         return FragstateNative.nodeStats();
     }

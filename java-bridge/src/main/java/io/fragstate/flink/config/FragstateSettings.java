@@ -1,7 +1,13 @@
 /*
  * Licensed under the Apache License, Version 2.0.
  */
-package io.fragstate.flink;
+package io.fragstate.flink.config;
+
+import io.fragstate.flink.FragstateOptions;
+import io.fragstate.flink.FragstateOptions.LocalBackend;
+import io.fragstate.flink.FragstateOptions.Mode;
+import io.fragstate.flink.fs.FragstateFileSystem;
+import io.fragstate.flink.jni.FragstateNative;
 
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.ConfigOption;
@@ -10,6 +16,8 @@ import org.apache.flink.configuration.IllegalConfigurationException;
 import org.apache.flink.configuration.JobManagerOptions;
 import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.configuration.ReadableConfig;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.io.IOException;
 import java.net.InetAddress;
@@ -27,23 +35,15 @@ import java.util.regex.Pattern;
 
 /**
  * The {@link FragstateOptions} of one Flink configuration, checked against the bounds the Rust
- * core enforces (so that a bad value fails at startup, naming the key, and not at the first
- * checkpoint) and rendered as the JSON that {@link FragstateNative#startNode} takes.
+ * core enforces ({@link NativeLimits}; so that a bad value fails at startup, naming the key, and
+ * not at the first checkpoint) and rendered as the JSON that {@link FragstateNative#startNode}
+ * takes.
  */
 public final class FragstateSettings implements java.io.Serializable {
 
     private static final long serialVersionUID = 1L;
 
-    public enum Mode {
-        EMBEDDED,
-        CLUSTER
-    }
-
-    public enum LocalBackend {
-        HASHMAP,
-        ROCKSDB
-    }
-
+    private static final ObjectMapper JSON = new ObjectMapper();
     private static final Pattern ZSTD = Pattern.compile("zstd:(-?\\d+)");
 
     final Mode mode;
@@ -63,26 +63,28 @@ public final class FragstateSettings implements java.io.Serializable {
     final Duration storageWait;
 
     private FragstateSettings(ReadableConfig config) {
-        this.mode = parseEnum(config, FragstateOptions.MODE, Mode.class);
+        NativeLimits limits = NativeLimits.get();
+        this.mode = getEnum(config, FragstateOptions.MODE, Mode.class);
         this.dataFragments = get(config, FragstateOptions.DATA_FRAGMENTS);
-        if (dataFragments < 1 || dataFragments > FragstateOptions.MAX_FRAGMENTS) {
-            throw bad(FragstateOptions.DATA_FRAGMENTS, dataFragments, "1 ≤ k ≤ 32");
-        }
+        requireWithin(FragstateOptions.DATA_FRAGMENTS, dataFragments, limits.dataFragments(), "k");
         this.parityFragments = get(config, FragstateOptions.PARITY_FRAGMENTS);
-        if (parityFragments < 0) {
-            throw bad(FragstateOptions.PARITY_FRAGMENTS, parityFragments, "m ≥ 0");
-        }
-        if (dataFragments + parityFragments > FragstateOptions.MAX_FRAGMENTS) {
+        requireWithin(FragstateOptions.PARITY_FRAGMENTS, parityFragments, limits.parityFragments(), "m");
+        if (!limits.totalFragments().contains(dataFragments + parityFragments)) {
             throw bad(
                     FragstateOptions.PARITY_FRAGMENTS,
                     parityFragments,
-                    "k + m ≤ 32 (k = " + FragstateOptions.DATA_FRAGMENTS.key() + " = " + dataFragments + ")");
+                    "k + m ≤ " + limits.totalFragments().max()
+                            + " (k = " + FragstateOptions.DATA_FRAGMENTS.key() + " = " + dataFragments + ")");
         }
         this.cellSize = get(config, FragstateOptions.CELL_SIZE).getBytes();
-        if (cellSize < FragstateOptions.MIN_CELL_SIZE || cellSize > FragstateOptions.MAX_CELL_SIZE) {
-            throw bad(FragstateOptions.CELL_SIZE, cellSize + " bytes", "4 KiB ≤ cell size ≤ 64 MiB");
+        NativeLimits.Range cells = limits.cellSize();
+        if (!cells.contains(cellSize)) {
+            throw bad(
+                    FragstateOptions.CELL_SIZE,
+                    cellSize + " bytes",
+                    new MemorySize(cells.min()) + " ≤ cell size ≤ " + new MemorySize(cells.max()));
         }
-        this.compression = parseCompression(get(config, FragstateOptions.COMPRESSION));
+        this.compression = parseCompression(get(config, FragstateOptions.COMPRESSION), limits.zstdLevel());
         this.localMeshNodes = get(config, FragstateOptions.LOCAL_MESH_NODES);
         if (mode == Mode.EMBEDDED && localMeshNodes < dataFragments + parityFragments) {
             throw bad(
@@ -91,17 +93,20 @@ public final class FragstateSettings implements java.io.Serializable {
                     "at least k + m = " + (dataFragments + parityFragments)
                             + " nodes (one fragment per node)");
         }
-        if (localMeshNodes < 1 || localMeshNodes > 256) {
-            throw bad(FragstateOptions.LOCAL_MESH_NODES, localMeshNodes, "1 … 256");
-        }
+        requireWithin(FragstateOptions.LOCAL_MESH_NODES, localMeshNodes, limits.localMeshNodes(), "nodes");
         String dir = get(config, FragstateOptions.STORE_DIR);
         this.storeDir = dir == null || dir.isBlank() ? null : dir.trim();
         MemorySize mem = get(config, FragstateOptions.STORE_MEMORY);
-        if (mem != null && mem.getBytes() < FragstateOptions.MIN_CELL_SIZE) {
-            throw bad(FragstateOptions.STORE_MEMORY, mem, "at least 4 KiB");
+        NativeLimits.Range memory = limits.storeMemory();
+        if (mem != null && !memory.contains(mem.getBytes())) {
+            String allowed = "at least " + new MemorySize(memory.min());
+            if (memory.max() < Long.MAX_VALUE) {
+                allowed += " and at most " + new MemorySize(memory.max());
+            }
+            throw bad(FragstateOptions.STORE_MEMORY, mem, allowed);
         }
         this.storeMemory = mem == null ? null : mem.getBytes();
-        this.localBackend = parseEnum(config, FragstateOptions.LOCAL_BACKEND, LocalBackend.class);
+        this.localBackend = getEnum(config, FragstateOptions.LOCAL_BACKEND, LocalBackend.class);
         this.checkpointDir = parseCheckpointDir(checkpointDirValue(config));
         this.storageWait = get(config, FragstateOptions.STORAGE_WAIT);
         if (storageWait.isNegative()) {
@@ -150,65 +155,57 @@ public final class FragstateSettings implements java.io.Serializable {
         return storageWait;
     }
 
+    /** Cluster mode: the failure domain as configured ('host', 'process' or a label); else null. */
+    public String failureDomain() {
+        return failureDomain;
+    }
+
     /**
      * The {@code startNode} argument. An unset cluster-mode listen address is resolved here, at
      * start, not when the settings are read: whether the fixed port is free changes once this
      * process's own node holds it.
      */
-    String toStartJson() {
-        String json = toNodeJson();
+    public String toStartJson() {
+        ObjectNode json = nodeConfig();
         if (mode == Mode.CLUSTER && listen == null) {
-            StringBuilder sb = new StringBuilder(json.substring(0, json.length() - 1)).append(',');
-            field(sb, "listen", defaultListen());
-            return sb.append('}').toString();
+            json.put("listen", defaultListen());
+        }
+        return json.toString();
+    }
+
+    /** The settings as the node sees them (unset values left out); compared across entry points. */
+    public String toNodeJson() {
+        return nodeConfig().toString();
+    }
+
+    /** The flat JSON object {@link FragstateNative#startNode} documents. */
+    private ObjectNode nodeConfig() {
+        ObjectNode json = JSON.createObjectNode();
+        json.put("mode", mode.toString());
+        json.put("dataFragments", dataFragments);
+        json.put("parityFragments", parityFragments);
+        json.put("cellSize", cellSize);
+        json.put("compression", compression);
+        if (mode == Mode.EMBEDDED) {
+            json.put("localMeshNodes", localMeshNodes);
+        }
+        json.put("storeDir", storeDir); // null: fragments in memory
+        if (storeMemory != null) {
+            json.put("storeMemory", storeMemory);
+        }
+        json.put("logLevel", logLevel());
+        if (mode == Mode.CLUSTER) {
+            if (listen != null) {
+                json.put("listen", listen);
+            }
+            bootstrap.forEach(json.putArray("bootstrap")::add);
+            json.put("clusterKeyFile", clusterKeyFile);
+            json.put("failureDomain", failureDomain);
         }
         return json;
     }
 
-    /** The settings as the node sees them (unset values left out); compared across entry points. */
-    String toNodeJson() {
-        StringBuilder sb = new StringBuilder("{");
-        field(sb, "mode", mode.name().toLowerCase(Locale.ROOT));
-        sb.append(",\"dataFragments\":").append(dataFragments);
-        sb.append(",\"parityFragments\":").append(parityFragments);
-        sb.append(",\"cellSize\":").append(cellSize);
-        sb.append(',');
-        field(sb, "compression", compression);
-        if (mode == Mode.EMBEDDED) {
-            sb.append(",\"localMeshNodes\":").append(localMeshNodes);
-        }
-        sb.append(",\"storeDir\":");
-        if (storeDir == null) {
-            sb.append("null");
-        } else {
-            quote(sb, storeDir);
-        }
-        if (storeMemory != null) {
-            sb.append(",\"storeMemory\":").append(storeMemory);
-        }
-        sb.append(',');
-        field(sb, "logLevel", logLevel());
-        if (mode == Mode.CLUSTER) {
-            if (listen != null) {
-                sb.append(',');
-                field(sb, "listen", listen);
-            }
-            sb.append(",\"bootstrap\":[");
-            for (int i = 0; i < bootstrap.size(); i++) {
-                if (i > 0) {
-                    sb.append(',');
-                }
-                quote(sb, bootstrap.get(i));
-            }
-            sb.append("],");
-            field(sb, "clusterKeyFile", clusterKeyFile);
-            sb.append(',');
-            field(sb, "failureDomain", failureDomain);
-        }
-        return sb.append('}').toString();
-    }
-
-    /** The native side logs through {@link NativeLog}; it need not produce what SLF4J drops. */
+    /** The native side logs through SLF4J ({@code jni.NativeLog}); it need not produce what SLF4J drops. */
     private static String logLevel() {
         org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger("fragstate");
         if (log.isTraceEnabled()) {
@@ -244,7 +241,13 @@ public final class FragstateSettings implements java.io.Serializable {
 
     // ------------------------------------------------------------------------
 
-    static IllegalConfigurationException bad(ConfigOption<?> option, Object value, String allowed) {
+    private static void requireWithin(ConfigOption<?> option, long value, NativeLimits.Range range, String name) {
+        if (!range.contains(value)) {
+            throw bad(option, value, range.min() + " ≤ " + name + " ≤ " + range.max());
+        }
+    }
+
+    private static IllegalConfigurationException bad(ConfigOption<?> option, Object value, String allowed) {
         return new IllegalConfigurationException(
                 "Invalid value '" + value + "' for " + option.key() + ": allowed is " + allowed);
     }
@@ -260,23 +263,20 @@ public final class FragstateSettings implements java.io.Serializable {
         }
     }
 
-    private static <E extends Enum<E>> E parseEnum(
-            ReadableConfig config, ConfigOption<String> option, Class<E> type) {
-        String v = get(config, option);
-        String s = v == null ? "" : v.trim();
-        for (E e : type.getEnumConstants()) {
-            if (e.name().equalsIgnoreCase(s)) {
-                return e;
+    /** {@code config.get} of an enum option (any case); a bad value names the allowed ones. */
+    private static <E extends Enum<E>> E getEnum(ReadableConfig config, ConfigOption<E> option, Class<E> type) {
+        try {
+            return config.get(option);
+        } catch (IllegalArgumentException e) {
+            List<String> names = new ArrayList<>();
+            for (E value : type.getEnumConstants()) {
+                names.add(value.toString());
             }
+            throw bad(option, config.toMap().get(option.key()), "one of " + String.join(" | ", names));
         }
-        List<String> names = new ArrayList<>();
-        for (E e : type.getEnumConstants()) {
-            names.add(e.name().toLowerCase(Locale.ROOT));
-        }
-        throw bad(option, v, "one of " + String.join(" | ", names));
     }
 
-    static String parseCompression(String v) {
+    private static String parseCompression(String v, NativeLimits.Range levels) {
         String s = v == null ? "" : v.trim().toLowerCase(Locale.ROOT);
         if (s.equals("none")) {
             return s;
@@ -292,11 +292,14 @@ public final class FragstateSettings implements java.io.Serializable {
             } catch (NumberFormatException e) {
                 level = Integer.MIN_VALUE;
             }
-            if (level >= FragstateOptions.MIN_ZSTD_LEVEL && level <= FragstateOptions.MAX_ZSTD_LEVEL) {
+            if (levels.contains(level)) {
                 return "zstd:" + level;
             }
         }
-        throw bad(FragstateOptions.COMPRESSION, v, "'none', 'zstd' or 'zstd:LEVEL' with 1 ≤ LEVEL ≤ 19");
+        throw bad(
+                FragstateOptions.COMPRESSION,
+                v,
+                "'none', 'zstd' or 'zstd:LEVEL' with " + levels.min() + " ≤ LEVEL ≤ " + levels.max());
     }
 
     /**
@@ -337,7 +340,7 @@ public final class FragstateSettings implements java.io.Serializable {
     }
 
     /** 'host', 'process' or a printable label; the node resolves the first two (Rust side). */
-    static String failureDomain(String v) {
+    private static String failureDomain(String v) {
         String s = v == null ? "" : v.trim();
         boolean printable = !s.isEmpty() && s.length() <= 128 && s.chars().allMatch(c -> c >= 0x20 && c != 0x7f);
         if (!printable) {
@@ -373,7 +376,7 @@ public final class FragstateSettings implements java.io.Serializable {
         return out;
     }
 
-    static String hostMultiaddr(String host, int port) {
+    private static String hostMultiaddr(String host, int port) {
         String proto;
         if (host.matches("\\d{1,3}(\\.\\d{1,3}){3}")) {
             proto = "ip4";
@@ -395,42 +398,5 @@ public final class FragstateSettings implements java.io.Serializable {
         } catch (IOException taken) {
             return "/ip4/0.0.0.0/tcp/0";
         }
-    }
-
-    private static void field(StringBuilder sb, String name, String value) {
-        quote(sb, name);
-        sb.append(':');
-        quote(sb, value);
-    }
-
-    static void quote(StringBuilder sb, String s) {
-        sb.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"':
-                    sb.append("\\\"");
-                    break;
-                case '\\':
-                    sb.append("\\\\");
-                    break;
-                case '\n':
-                    sb.append("\\n");
-                    break;
-                case '\r':
-                    sb.append("\\r");
-                    break;
-                case '\t':
-                    sb.append("\\t");
-                    break;
-                default:
-                    if (c < 0x20) {
-                        sb.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        sb.append(c);
-                    }
-            }
-        }
-        sb.append('"');
     }
 }

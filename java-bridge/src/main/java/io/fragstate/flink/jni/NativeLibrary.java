@@ -1,7 +1,7 @@
 /*
  * Licensed under the Apache License, Version 2.0.
  */
-package io.fragstate.flink;
+package io.fragstate.flink.jni;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -58,10 +58,6 @@ public final class NativeLibrary {
                 throw e;
             }
         }
-    }
-
-    public static boolean isLoaded() {
-        return loaded;
     }
 
     private static void doLoad() throws IOException {

@@ -1,7 +1,7 @@
 /*
  * Licensed under the Apache License, Version 2.0.
  */
-package io.fragstate.flink;
+package io.fragstate.flink.jni;
 
 import java.nio.ByteBuffer;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -12,9 +12,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * when a buffer is garbage collected, so allocating one per stream (Flink opens a stream per
  * state file, often thousands per checkpoint) would churn {@code -XX:MaxDirectMemorySize}.
  */
-final class DirectBuffers {
+public final class DirectBuffers {
 
-    static final int CHUNK = 1024 * 1024;
+    public static final int CHUNK = 1024 * 1024;
     private static final int MAX_POOLED = 32;
 
     private static final ConcurrentLinkedQueue<ByteBuffer> POOL = new ConcurrentLinkedQueue<>();
@@ -22,7 +22,7 @@ final class DirectBuffers {
 
     private DirectBuffers() {}
 
-    static ByteBuffer take() {
+    public static ByteBuffer take() {
         ByteBuffer b = POOL.poll();
         if (b == null) {
             return ByteBuffer.allocateDirect(CHUNK);
@@ -32,7 +32,7 @@ final class DirectBuffers {
         return b;
     }
 
-    static void give(ByteBuffer b) {
+    public static void give(ByteBuffer b) {
         if (b != null && POOLED.incrementAndGet() <= MAX_POOLED) {
             b.clear();
             POOL.offer(b);

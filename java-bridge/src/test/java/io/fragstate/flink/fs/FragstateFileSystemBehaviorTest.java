@@ -1,7 +1,7 @@
 /*
  * Licensed under the Apache License, Version 2.0.
  */
-package io.fragstate.flink;
+package io.fragstate.flink.fs;
 
 import org.apache.flink.core.fs.FSDataOutputStream;
 import org.apache.flink.core.fs.FileSystem;

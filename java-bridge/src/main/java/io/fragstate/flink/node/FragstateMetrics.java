@@ -1,7 +1,9 @@
 /*
  * Licensed under the Apache License, Version 2.0.
  */
-package io.fragstate.flink;
+package io.fragstate.flink.node;
+
+import io.fragstate.flink.jni.FragstateNative;
 
 import org.apache.flink.metrics.Gauge;
 import org.apache.flink.metrics.MeterView;
@@ -16,6 +18,7 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.WeakHashMap;
@@ -32,6 +35,33 @@ public final class FragstateMetrics {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final long MAX_AGE_NANOS = 1_000_000_000L;
 
+    /**
+     * Gauge name → JSON pointer of its counter in {@link FragstateNative#nodeStats}. The {@code
+     * network} counters are this node's repair loop in cluster mode (0 in embedded mode).
+     */
+    static final Map<String, String> COUNTERS =
+            Map.ofEntries(
+                    Map.entry("liveNodes", "/liveNodes"),
+                    Map.entry("fragmentsHeld", "/fragmentsHeld"),
+                    Map.entry("bytesHeld", "/bytesHeld"),
+                    Map.entry("manifestsHeld", "/manifestsHeld"),
+                    Map.entry("bytesWritten", "/client/bytesWritten"),
+                    Map.entry("bytesRead", "/client/bytesRead"),
+                    Map.entry("objectsWritten", "/client/objectsWritten"),
+                    Map.entry("objectsOpened", "/client/objectsOpened"),
+                    Map.entry("bytesFetched", "/client/bytesFetched"),
+                    Map.entry("cellsFetched", "/client/cellsFetched"),
+                    Map.entry("peersFetchedFrom", "/client/peersFetchedFrom"),
+                    Map.entry("stripesReconstructed", "/client/stripesReconstructed"),
+                    Map.entry("corruptCells", "/client/corruptCells"),
+                    Map.entry("failedRequests", "/client/failedRequests"),
+                    Map.entry("fragmentsReplaced", "/client/fragmentsReplaced"),
+                    Map.entry("fragmentsRepaired", "/client/fragmentsRepaired"),
+                    Map.entry("objectsDegraded", "/network/objectsDegraded"),
+                    Map.entry("bytesToRepair", "/network/bytesToRepair"),
+                    Map.entry("objectsRepaired", "/network/objectsRepaired"),
+                    Map.entry("repairFailures", "/network/repairFailures"));
+
     /** Groups that already carry the gauges (one set per TaskManager, weakly held). */
     private static final Set<MetricGroup> REGISTERED = Collections.newSetFromMap(new WeakHashMap<>());
 
@@ -41,7 +71,7 @@ public final class FragstateMetrics {
     private FragstateMetrics() {}
 
     /** The current counters; throws if the node cannot answer. */
-    public static synchronized JsonNode stats() throws IOException {
+    private static synchronized JsonNode stats() throws IOException {
         long now = System.nanoTime();
         if (cached == null || now - cachedAt > MAX_AGE_NANOS) {
             cached = JSON.readTree(FragstateNode.stats());
@@ -56,17 +86,15 @@ public final class FragstateMetrics {
         return stats();
     }
 
-    static long value(JsonNode stats, String path) {
-        JsonNode n = stats;
-        for (String part : path.split("\\.")) {
-            n = n == null ? null : n.get(part);
-        }
-        return n == null || !n.isNumber() ? 0 : n.asLong();
-    }
-
-    private static long current(String path) {
+    /**
+     * The counter at {@code pointer} (a JSON pointer such as {@code /client/bytesWritten}); 0 when
+     * the node does not report it (the {@code network} counters in embedded mode), -1 when the
+     * node cannot answer.
+     */
+    private static long current(String pointer) {
         try {
-            return value(stats(), path);
+            JsonNode n = stats().at(pointer);
+            return n.isNumber() ? n.asLong() : 0;
         } catch (IOException | RuntimeException e) {
             return -1;
         }
@@ -76,7 +104,7 @@ public final class FragstateMetrics {
      * Registers the gauges on the TaskManager group above a task's metric group (once per
      * TaskManager); falls back to {@code group} itself when it is not a task group.
      */
-    static void registerFor(MetricGroup taskGroup) {
+    public static void registerFor(MetricGroup taskGroup) {
         try {
             MetricGroup target = taskGroup;
             if (taskGroup instanceof TaskMetricGroup) {
@@ -90,48 +118,16 @@ public final class FragstateMetrics {
     }
 
     /** Adds the {@code fragstate} group with every gauge to {@code parent} unless already there. */
-    public static void register(MetricGroup parent) {
+    static void register(MetricGroup parent) {
         synchronized (REGISTERED) {
             if (!REGISTERED.add(parent)) {
                 return;
             }
         }
         MetricGroup g = parent.addGroup("fragstate");
-        gauge(g, "liveNodes", "liveNodes");
-        gauge(g, "fragmentsHeld", "fragmentsHeld");
-        gauge(g, "bytesHeld", "bytesHeld");
-        gauge(g, "manifestsHeld", "manifestsHeld");
-        Gauge<Long> written = gauge(g, "bytesWritten", "client.bytesWritten");
-        Gauge<Long> read = gauge(g, "bytesRead", "client.bytesRead");
-        gauge(g, "objectsWritten", "client.objectsWritten");
-        gauge(g, "objectsOpened", "client.objectsOpened");
-        gauge(g, "bytesFetched", "client.bytesFetched");
-        gauge(g, "cellsFetched", "client.cellsFetched");
-        gauge(g, "peersFetchedFrom", "client.peersFetchedFrom");
-        gauge(g, "stripesReconstructed", "client.stripesReconstructed");
-        gauge(g, "corruptCells", "client.corruptCells");
-        gauge(g, "failedRequests", "client.failedRequests");
-        gauge(g, "fragmentsReplaced", "client.fragmentsReplaced");
-        gauge(g, "fragmentsRepaired", "client.fragmentsRepaired");
-        // cluster mode: what this node's repair loop sees (0 in embedded mode)
-        gauge(g, "objectsDegraded", "network.objects_degraded");
-        gauge(g, "bytesToRepair", "network.bytes_to_repair");
-        gauge(g, "objectsRepaired", "network.objects_repaired");
-        gauge(g, "repairFailures", "network.repair_failures");
-        g.meter("bytesWrittenPerSecond", new MeterView(written));
-        g.meter("bytesReadPerSecond", new MeterView(read));
-    }
-
-    private static Gauge<Long> gauge(MetricGroup g, String name, String path) {
-        return g.gauge(name, () -> current(path));
-    }
-
-    static Map<String, Long> snapshot(String... paths) throws IOException {
-        JsonNode s = freshStats();
-        Map<String, Long> out = new java.util.LinkedHashMap<>();
-        for (String p : paths) {
-            out.put(p, value(s, p));
-        }
-        return out;
+        Map<String, Gauge<Long>> gauges = new HashMap<>();
+        COUNTERS.forEach((name, pointer) -> gauges.put(name, g.gauge(name, () -> current(pointer))));
+        g.meter("bytesWrittenPerSecond", new MeterView(gauges.get("bytesWritten")));
+        g.meter("bytesReadPerSecond", new MeterView(gauges.get("bytesRead")));
     }
 }

@@ -1,7 +1,10 @@
 /*
  * Licensed under the Apache License, Version 2.0.
  */
-package io.fragstate.flink;
+package io.fragstate.flink.fs;
+
+import io.fragstate.flink.jni.DirectBuffers;
+import io.fragstate.flink.jni.FragstateNative;
 
 import org.apache.flink.core.fs.FSDataInputStream;
 

@@ -1,7 +1,12 @@
 /*
  * Licensed under the Apache License, Version 2.0.
  */
-package io.fragstate.flink;
+package io.fragstate.flink.fs;
+
+import io.fragstate.flink.jni.DirectBuffers;
+import io.fragstate.flink.jni.FragstateNative;
+import io.fragstate.flink.jni.PlacementException;
+import io.fragstate.flink.node.FragstateNode;
 
 import org.apache.flink.core.fs.BlockLocation;
 import org.apache.flink.core.fs.FSDataInputStream;
@@ -240,38 +245,10 @@ public class FragstateFileSystem extends FileSystem {
         long h;
         try {
             h = FragstateNative.createWriter(key, overwriteMode == WriteMode.OVERWRITE);
-        } catch (IOException e) {
-            throw explainPlacementFailure(e);
+        } catch (PlacementException e) {
+            throw FragstateNode.explainPlacementFailure(e);
         }
         return new FragstateOutputStream(key, h);
-    }
-
-    /**
-     * A write that cannot place its k + m fragments (too few live storage nodes or failure
-     * domains) gets the names of the settings that decide it, so that a misconfigured cluster
-     * shows in the log what to change; other errors pass unchanged.
-     */
-    static IOException explainPlacementFailure(IOException e) {
-        String msg = e.getMessage();
-        if (msg == null || !msg.contains("cannot place")) {
-            return e;
-        }
-        FragstateSettings running = FragstateNode.running();
-        String domain = running == null || running.failureDomain == null ? "" : " (here: " + running.failureDomain + ")";
-        return new IOException(
-                msg
-                        + " — every object needs "
-                        + FragstateOptions.DATA_FRAGMENTS.key()
-                        + " (k) + "
-                        + FragstateOptions.PARITY_FRAGMENTS.key()
-                        + " (m) live storage nodes besides the writer, each in its own "
-                        + FragstateOptions.FAILURE_DOMAIN.key()
-                        + domain
-                        + ": lower k or m, start more storage nodes (fragstate node), or check "
-                        + FragstateOptions.BOOTSTRAP.key()
-                        + " and "
-                        + FragstateOptions.CLUSTER_KEY_FILE.key(),
-                e);
     }
 
     /** Not supported: Flink's checkpoint and savepoint code never renames. */

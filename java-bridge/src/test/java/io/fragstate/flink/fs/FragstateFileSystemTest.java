@@ -1,7 +1,9 @@
 /*
  * Licensed under the Apache License, Version 2.0.
  */
-package io.fragstate.flink;
+package io.fragstate.flink.fs;
+
+import io.fragstate.flink.jni.DirectBuffers;
 
 import org.apache.flink.core.fs.FSDataInputStream;
 import org.apache.flink.core.fs.FSDataOutputStream;

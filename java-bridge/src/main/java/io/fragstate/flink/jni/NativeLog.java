@@ -1,16 +1,16 @@
 /*
  * Licensed under the Apache License, Version 2.0.
  */
-package io.fragstate.flink;
+package io.fragstate.flink.jni;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Receives the Rust core's {@code tracing} events (called from native threads through JNI, see
- * {@code rust-core/src/jni.rs}) and hands them to SLF4J, so they land in the JobManager and
+ * {@code rust-core/jni/src/log.rs}) and hands them to SLF4J, so they land in the JobManager and
  * TaskManager logs. The logger name is {@code fragstate.} plus the Rust module path, with
- * {@code ::} turned into dots, e.g. {@code fragstate.fragstate.writer}.
+ * {@code ::} turned into dots, e.g. {@code fragstate.fragstate_client.writer}.
  */
 final class NativeLog {
 

@@ -23,7 +23,7 @@ import java.util.List;
 
 /**
  * The {@code fragstate://AUTHORITY/PATH} file system: every file is an object cut into
- * erasure-coded fragments held by the nodes of the mesh (see DESIGN.md for why checkpoints go
+ * erasure-coded fragments held by the nodes of the mesh (see ARCHITECTURE.md for why checkpoints go
  * through a file system at all: Flink's metadata only records its own handle classes, and a
  * {@code FileStateHandle} with this scheme is one of them).
  *

@@ -38,6 +38,10 @@ pub struct ClientStats {
     /// Fragments moved to another node during a write (a holder failed or was full).
     pub fragments_replaced: u64,
     pub fragments_repaired: u64,
+    /// New objects or replacement fragments that could not be placed: too few
+    /// live storage nodes or failure domains. Each failed its write (a Flink
+    /// checkpoint then fails; nothing is written with less redundancy).
+    pub placement_failures: u64,
     /// Distinct nodes that served at least one cell (how widely restores spread).
     pub peers_fetched_from: u64,
 }
@@ -195,6 +199,7 @@ impl Client {
             failed_requests: g(&c.failed_requests),
             fragments_replaced: g(&c.fragments_replaced),
             fragments_repaired: g(&c.fragments_repaired),
+            placement_failures: g(&c.placement_failures),
             peers_fetched_from: c.fetch_sources.lock().unwrap_or_else(|p| p.into_inner()).len() as u64,
         }
     }

@@ -53,7 +53,8 @@ impl Fragments<'_> {
             .map(|n| &*n.domain)
             .collect();
         let policy = ctx.cfg.placement;
-        let p = placement::place(self.path.as_bytes(), &live, 1, &avoid, &taken, policy, (self.codec.params().k(), self.codec.params().m()))?;
+        let p = placement::place(self.path.as_bytes(), &live, 1, &avoid, &taken, policy, (self.codec.params().k(), self.codec.params().m()))
+            .inspect_err(|_| bump(&ctx.counters.placement_failures, 1))?;
         if p.shared_domains {
             tracing::warn!(path = %self.path, fragment = index, node = %p.nodes[0].id, "replacement shares a failure domain with another fragment");
         }

@@ -52,7 +52,7 @@ enum State {
 impl ObjectWriter {
     pub(crate) async fn start(ctx: Arc<Ctx>, path: &str, params: CodingParams, overwrite: bool, created_unix_ms: u64) -> Result<Self> {
         let codec = StripeCodec::new(params)?;
-        let p = ctx.place_new_object(path.as_bytes(), params)?;
+        let p = ctx.place_new_object(path.as_bytes(), params).inspect_err(|_| bump(&ctx.counters.placement_failures, 1))?;
         if p.shared_domains {
             tracing::warn!(path, k = params.k(), m = params.m(), "fewer failure domains than fragments: some fragments share a domain");
         }

@@ -208,6 +208,7 @@ fn too_many_losses_during_a_write_fail_it_cleanly() {
         mesh.kill(&holders[0]).unwrap();
         let e = w.write(&payload(100_000, 2)).await.unwrap_err().to_string();
         assert!(e.contains("cannot place 1 fragments") && e.contains("only 0 usable storage nodes"), "{e}");
+        assert_eq!(c.stats().placement_failures, 1, "the failed replacement is counted");
         let e = w.write(b"more").await.unwrap_err().to_string();
         assert!(e.contains("an earlier write failed"), "{e}");
         assert!(c.open("obj").await.is_err(), "a failed write must not be visible");
@@ -336,8 +337,10 @@ fn placement_check_follows_the_live_nodes_and_excludes_the_writer() {
         mesh.kill(&ids[3]).unwrap();
         let e = c.check_placement().unwrap_err().to_string();
         assert!(e.contains("cannot place 6 fragments (k=4 + m=2): only 5 usable storage nodes in 5 failure domains"), "{e}");
-        // A write fails with the same error the check gave.
+        assert_eq!(c.stats().placement_failures, 0, "a check is not a failed write");
+        // A write fails with the same error the check gave, and is counted.
         assert_eq!(c.create("obj", false).await.err().unwrap().to_string(), e);
+        assert_eq!(c.stats().placement_failures, 1);
         mesh.revive(&ids[3]).unwrap();
         c.check_placement().unwrap();
         write(&c, "obj", b"placed", 4).await;

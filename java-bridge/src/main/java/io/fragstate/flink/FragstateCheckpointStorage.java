@@ -34,6 +34,7 @@ public class FragstateCheckpointStorage implements CheckpointStorage, Configurab
 
     private final FragstateSettings settings;
     private final FileSystemCheckpointStorage delegate;
+    private final boolean checkpointSubDirs;
 
     /** With the options of {@code config} (defaults for everything unset). */
     public FragstateCheckpointStorage(ReadableConfig config) {
@@ -55,6 +56,7 @@ public class FragstateCheckpointStorage implements CheckpointStorage, Configurab
         } catch (IllegalArgumentException e) {
             throw new IllegalConfigurationException("fragstate: invalid checkpoint storage configuration: " + e.getMessage(), e);
         }
+        this.checkpointSubDirs = c.get(CheckpointingOptions.CREATE_CHECKPOINT_SUB_DIR);
         FragstateNode.configure(settings);
     }
 
@@ -69,14 +71,23 @@ public class FragstateCheckpointStorage implements CheckpointStorage, Configurab
         return delegate.resolveCheckpoint(externalPointer);
     }
 
+    /**
+     * Runs when the JobManager sets up the job's checkpoint coordinator and in every task. The
+     * placement check happens only on the coordinator's side ({@link
+     * FragstateCheckpointStorageAccess}): a cluster that cannot hold {@code k + m} fragments fails
+     * the job at submission, naming the options, while a task that restores after a loss never
+     * waits for nodes it only needs for writing.
+     */
     @Override
     public CheckpointStorageAccess createCheckpointStorage(JobID jobId) throws IOException {
-        // Runs when the JobManager sets up the job's checkpoint coordinator and in every task:
-        // a cluster that cannot hold k + m fragments fails the job here, naming the options,
-        // instead of running with every checkpoint failing.
         FragstateNode.configure(settings);
-        FragstateNode.awaitPlacement();
-        return delegate.createCheckpointStorage(jobId);
+        return new FragstateCheckpointStorageAccess(
+                delegate.getCheckpointPath(),
+                delegate.getSavepointPath(),
+                checkpointSubDirs,
+                jobId,
+                delegate.getMinFileSizeThreshold(),
+                delegate.getWriteBufferSize());
     }
 
     public Path getCheckpointPath() {

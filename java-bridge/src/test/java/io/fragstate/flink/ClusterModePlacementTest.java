@@ -10,6 +10,8 @@ import io.fragstate.flink.node.FragstateNode;
 
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.runtime.state.CheckpointStorageAccess;
+import org.apache.flink.runtime.state.filesystem.FsCheckpointStorageAccess;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -23,10 +25,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * A cluster-mode node that finds fewer storage nodes than a job's {@code k + m}: creating the
- * job's checkpoint storage (what the JobManager does when it sets up the job, and every task)
- * fails with an error naming the options and the counts, instead of letting the job run with
- * every checkpoint failing. The passing side runs on a real cluster in {@code integration-tests}.
+ * A cluster-mode node that finds fewer storage nodes than a job's {@code k + m}: the checkpoint
+ * coordinator's setup (what the JobManager does when it sets up the job) fails with an error naming
+ * the options and the counts, instead of letting the job run with every checkpoint failing; a task
+ * that creates the same storage to restore never waits for write capacity. The passing side runs
+ * on a real cluster in {@code integration-tests}.
  */
 class ClusterModePlacementTest {
 
@@ -38,8 +41,7 @@ class ClusterModePlacementTest {
         FragstateNode.configure(FragstateSettings.fromConfig(null));
     }
 
-    @Test
-    void tooFewStorageNodesFailTheJobNamingTheOptions() throws IOException {
+    private Configuration aloneInCluster(String storageWait) throws IOException {
         Path key = dir.resolve("cluster.key");
         Files.writeString(key, "/key/swarm/psk/1.0.0/\n/base16/\n" + "5a".repeat(32) + "\n");
         Configuration c = new Configuration();
@@ -48,11 +50,18 @@ class ClusterModePlacementTest {
         c.setString("fragstate.listen", "/ip4/127.0.0.1/tcp/0");
         // nothing listens there: this node stays alone
         c.setString("fragstate.bootstrap", "/ip4/127.0.0.1/tcp/1");
-        c.setString("fragstate.storage-wait", "300 ms");
+        c.setString("fragstate.storage-wait", storageWait);
         FragstateNode.stop(); // an embedded node of an earlier test class would ignore the settings
-        FragstateCheckpointStorage storage = new FragstateCheckpointStorage(c);
+        return c;
+    }
 
-        assertThatThrownBy(() -> storage.createCheckpointStorage(new JobID()))
+    @Test
+    void tooFewStorageNodesFailTheJobNamingTheOptions() throws IOException {
+        FragstateCheckpointStorage storage = new FragstateCheckpointStorage(aloneInCluster("300 ms"));
+        // What the checkpoint coordinator does when the JobManager sets up the job.
+        CheckpointStorageAccess coordinatorView = storage.createCheckpointStorage(new JobID());
+
+        assertThatThrownBy(coordinatorView::initializeBaseLocationsForCheckpoint)
                 .isInstanceOf(IOException.class)
                 .hasMessageContaining("cannot place 6 fragments (k=4 + m=2): only 0 usable storage nodes")
                 .hasMessageContaining("fragstate.data-fragments (k) + fragstate.parity-fragments (m)")
@@ -69,5 +78,18 @@ class ClusterModePlacementTest {
                             assertThat(p.getFailureDomains()).isZero();
                         });
         assertThat(FragstateNative.nodeRunning()).as("the node itself runs; only placement is impossible").isTrue();
+    }
+
+    @Test
+    void aTaskCreatingItsStorageToRestoreDoesNotWaitForWriteCapacity() throws IOException {
+        FragstateCheckpointStorage storage = new FragstateCheckpointStorage(aloneInCluster("60 s"));
+        long started = System.nanoTime();
+        // What every task does in its constructor, before it restores.
+        CheckpointStorageAccess taskView = storage.createCheckpointStorage(new JobID());
+        long waitedMillis = (System.nanoTime() - started) / 1_000_000;
+
+        assertThat(waitedMillis).as("a restore must not wait fragstate.storage-wait (60 s) for write capacity").isLessThan(30_000);
+        // Flink's own file-system access, so that file merging and Flink's instanceof checks apply.
+        assertThat(taskView).isInstanceOf(FsCheckpointStorageAccess.class);
     }
 }

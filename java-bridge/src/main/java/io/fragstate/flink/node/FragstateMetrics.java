@@ -57,6 +57,7 @@ public final class FragstateMetrics {
                     Map.entry("failedRequests", "/client/failedRequests"),
                     Map.entry("fragmentsReplaced", "/client/fragmentsReplaced"),
                     Map.entry("fragmentsRepaired", "/client/fragmentsRepaired"),
+                    Map.entry("placementFailures", "/client/placementFailures"),
                     Map.entry("objectsDegraded", "/network/objectsDegraded"),
                     Map.entry("bytesToRepair", "/network/bytesToRepair"),
                     Map.entry("objectsRepaired", "/network/objectsRepaired"),

@@ -9,6 +9,7 @@ use libp2p::{Multiaddr, StreamProtocol};
 
 use fragstate_store::FragmentStore;
 
+use crate::tombstone_set::TombstoneLimits;
 use crate::wire::Role;
 
 pub const FRAG_PROTOCOL: StreamProtocol = StreamProtocol::new("/fragstate/frag/1.0.0");
@@ -43,7 +44,8 @@ pub struct NetConfig {
     pub hello_interval: Duration,
     /// Where tombstones survive a restart (disk-backed nodes).
     pub tombstone_file: Option<std::path::PathBuf>,
-    pub tombstone_ttl: Duration,
+    /// How many tombstones the node keeps, and for how long.
+    pub tombstone_limits: TombstoneLimits,
     /// Answer the benchmark frames of `fragstate bench net` (off by default;
     /// production nodes are built without the `bench` feature).
     #[cfg(feature = "bench")]
@@ -67,7 +69,7 @@ impl NetConfig {
             idle_connection_timeout: Duration::from_secs(3600),
             hello_interval: Duration::from_secs(2),
             tombstone_file: None,
-            tombstone_ttl: Duration::from_secs(24 * 3600),
+            tombstone_limits: TombstoneLimits::default(),
             #[cfg(feature = "bench")]
             serve_bench_frames: false,
         }

@@ -12,7 +12,7 @@ use fragstate_core::placement::NodeInfo;
 
 use crate::config::MAX_TOMBSTONES_PER_HELLO;
 use crate::state::{lock, Inner};
-use crate::wire::{self, Hello, Kind, Role, Tombstone};
+use crate::wire::{self, Hello, Kind, Role};
 
 impl Inner {
     pub(crate) fn is_live_storage(&self, peer: &PeerId) -> bool {
@@ -53,9 +53,7 @@ impl Inner {
     /// the first hello on a new connection, else only those of the last 10 s.
     pub(crate) fn my_hello(&self, all_tombstones: bool) -> Hello {
         let recent = now_unix_ms().saturating_sub(10_000);
-        let mut t: Vec<Tombstone> = lock(&self.tombstones).iter().filter(|t| all_tombstones || t.at_unix_ms >= recent).cloned().collect();
-        t.sort_by(|a, b| b.at_unix_ms.cmp(&a.at_unix_ms));
-        t.truncate(MAX_TOMBSTONES_PER_HELLO);
+        let t = lock(&self.tombstones).set.newest(MAX_TOMBSTONES_PER_HELLO, if all_tombstones { 0 } else { recent });
         Hello {
             protocol_version: wire::PROTOCOL_VERSION,
             role: self.cfg.role,
@@ -108,7 +106,7 @@ pub(crate) async fn hello_task(inner: Arc<Inner>) {
             _ = tick.tick() => {
                 let peers: Vec<PeerId> = lock(&inner.peers).iter().filter(|(_, p)| p.connections > 0).map(|(id, _)| *id).collect();
                 futures::future::join_all(peers.into_iter().map(|p| exchange_hello(&inner, p, false))).await;
-                inner.prune_tombstones();
+                inner.maintain_tombstones();
             }
         }
     }

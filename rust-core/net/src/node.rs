@@ -3,7 +3,7 @@
 //! modules work on. Requests addressed to the node itself go straight to its
 //! local store.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -14,16 +14,17 @@ use tokio::task::JoinHandle;
 
 use fragstate_client::transport::Transport;
 use fragstate_core::error::{Error, Result};
-use fragstate_core::ids::NodeId;
+use fragstate_core::ids::{now_unix_ms, NodeId};
 use fragstate_store::FragmentStore;
 
 use crate::config::{FRAG_PROTOCOL, NetConfig};
 use crate::membership::hello_task;
 use crate::pool::expect_kind;
 use crate::server::accept_task;
-use crate::state::{lock, Counters, Inner};
+use crate::state::{lock, Counters, Inner, Tombstones};
 use crate::swarm::{build_swarm, swarm_task};
-use crate::tombstones::load_tombstones;
+use crate::tombstone_log::TombstoneLog;
+use crate::tombstone_set::TombstoneSet;
 use crate::wire::{self, Kind, NodeStats, Role};
 
 /// One node of a fragstate cluster. Cheap to clone; implements [`Transport`].
@@ -50,10 +51,12 @@ impl NetNode {
             .map_err(|_| Error::Usage { component: "fragstate network node", reason: "fragment protocol registered twice".into() })?;
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let (shutdown, _) = watch::channel(false);
-        let tombstones = match &cfg.tombstone_file {
-            Some(f) => load_tombstones(f),
-            None => HashSet::new(),
+        let mut set = TombstoneSet::new(cfg.tombstone_limits);
+        let log = match &cfg.tombstone_file {
+            Some(f) => Some(TombstoneLog::open(f, true, &mut set, now_unix_ms())?),
+            None => None,
         };
+        let tombstones = Tombstones { set, log };
         let inner = Arc::new(Inner {
             id: NodeId::from(peer_id.to_base58()),
             peer_id,
@@ -89,7 +92,6 @@ impl NetNode {
         &self.inner.id
     }
 
-
     pub fn role(&self) -> Role {
         self.inner.cfg.role
     }
@@ -102,7 +104,6 @@ impl NetNode {
     pub fn listen_addrs(&self) -> Vec<Multiaddr> {
         lock(&self.inner.listen_addrs).iter().map(|a| a.clone().with(libp2p::multiaddr::Protocol::P2p(self.inner.peer_id))).collect()
     }
-
 
     /// Connections to `peer` that have closed since this node started.
     pub fn connections_closed(&self, peer: &PeerId) -> u64 {

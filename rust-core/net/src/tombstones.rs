@@ -1,94 +1,89 @@
-//! Tombstones: path and prefix deletes remembered for `tombstone_ttl`, sent
-//! in hellos, and applied by nodes that were away when the delete ran.
+//! Tombstones in use: a delete run here is remembered (when it removed
+//! something) and travels to every peer in hellos; tombstones from peers are
+//! applied to the local store (deletes this node missed while it was away).
+//! The set and its bounds: `tombstone_set`; the file: `tombstone_log`.
 
-use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
 use fragstate_core::error::Result;
 use fragstate_core::ids::now_unix_ms;
 
-use crate::state::{lock, Inner};
-use crate::wire::{self, Tombstone};
+use crate::state::{lock, Inner, Tombstones};
+use crate::tombstone_set::Inserted;
+use crate::wire::Tombstone;
 
-pub(crate) fn load_tombstones(f: &std::path::Path) -> HashSet<Tombstone> {
-    match std::fs::read(f) {
-        Ok(b) => match wire::decode::<Vec<Tombstone>>("tombstones", &b) {
-            Ok(v) => v.into_iter().collect(),
-            Err(e) => {
-                tracing::warn!(file = %f.display(), error = %e, "ignoring unreadable tombstone file");
-                HashSet::new()
+impl Tombstones {
+    /// Remembers `t`; true when it was new or later than what was known.
+    fn remember(&mut self, t: &Tombstone, now_ms: u64) -> bool {
+        match self.set.insert(t, now_ms) {
+            Inserted::New | Inserted::Later => {
+                if let Some(log) = &mut self.log {
+                    if let Err(e) = log.append(t) {
+                        tracing::warn!(error = %e, "could not append a tombstone");
+                    }
+                }
+                true
             }
-        },
-        Err(_) => HashSet::new(),
+            Inserted::Known | Inserted::Refused => false,
+        }
     }
 }
 
 impl Inner {
-    /// Applies a delete to the local store and remembers path and prefix
-    /// deletes as tombstones, which travel to every peer in hellos.
+    /// Applies a delete to the local store and, when it removed something,
+    /// remembers a path or prefix delete as a tombstone.
     pub(crate) fn local_delete(&self, target: &DeleteTarget) -> Result<DeleteStats> {
         let stats = self.store()?.delete(target)?;
-        let t = match target {
-            DeleteTarget::Path(p) => Some(Tombstone { prefix: false, path: p.clone(), at_unix_ms: now_unix_ms() }),
-            DeleteTarget::Prefix(p) => Some(Tombstone { prefix: true, path: p.clone(), at_unix_ms: now_unix_ms() }),
-            _ => None,
-        };
-        if let Some(t) = t {
-            lock(&self.tombstones).insert(t);
-            self.save_tombstones();
+        if stats.manifests + stats.fragments == 0 {
+            return Ok(stats);
         }
+        let now = now_unix_ms();
+        let t = match target {
+            DeleteTarget::Path(p) => Tombstone { prefix: false, path: p.clone(), at_unix_ms: now },
+            DeleteTarget::Prefix(p) => Tombstone { prefix: true, path: p.clone(), at_unix_ms: now },
+            _ => return Ok(stats),
+        };
+        lock(&self.tombstones).remember(&t, now);
         Ok(stats)
     }
 
+    /// Applies tombstones from a peer: deletes what this node holds that they
+    /// cover and was created before them.
     pub(crate) fn apply_tombstones(&self, tombs: Vec<Tombstone>) {
         if tombs.is_empty() {
             return;
         }
-        let ttl_cut = now_unix_ms().saturating_sub(self.cfg.tombstone_ttl.as_millis() as u64);
+        let now = now_unix_ms();
         let new: Vec<Tombstone> = {
             let mut known = lock(&self.tombstones);
-            tombs.into_iter().filter(|t| t.at_unix_ms >= ttl_cut && known.insert(t.clone())).collect()
+            tombs.into_iter().filter(|t| known.remember(t, now)).collect()
         };
-        if new.is_empty() {
-            return;
-        }
-        if let Some(store) = &self.cfg.store {
-            for t in &new {
-                let hits = store.list(&t.path);
-                for s in hits.into_iter().filter(|s| (t.prefix || s.path == t.path) && s.created_unix_ms <= t.at_unix_ms) {
-                    match store.delete(&DeleteTarget::Write { path: s.path.clone(), write_id: s.write_id }) {
-                        Ok(st) => {
-                            self.counters.tombstone_deletes.fetch_add(1, Ordering::Relaxed);
-                            tracing::info!(path = %s.path, tombstone = %t.path, prefix = t.prefix, fragments = st.fragments, "deleted by a tombstone (delete issued while this node was away)");
-                        }
-                        Err(e) => tracing::warn!(path = %s.path, error = %e, "tombstone delete failed"),
+        let Some(store) = &self.cfg.store else { return };
+        for t in &new {
+            let hits = store.list(&t.path);
+            for s in hits.into_iter().filter(|s| (t.prefix || s.path == t.path) && s.created_unix_ms <= t.at_unix_ms) {
+                match store.delete(&DeleteTarget::Write { path: s.path.clone(), write_id: s.write_id }) {
+                    Ok(st) => {
+                        self.counters.tombstone_deletes.fetch_add(1, Ordering::Relaxed);
+                        tracing::info!(path = %s.path, tombstone = %t.path, prefix = t.prefix, fragments = st.fragments, "deleted by a tombstone (delete issued while this node was away)");
                     }
+                    Err(e) => tracing::warn!(path = %s.path, error = %e, "tombstone delete failed"),
                 }
             }
         }
-        self.save_tombstones();
     }
 
-    pub fn prune_tombstones(&self) {
-        let cut = now_unix_ms().saturating_sub(self.cfg.tombstone_ttl.as_millis() as u64);
-        let removed = {
-            let mut t = lock(&self.tombstones);
-            let before = t.len();
-            t.retain(|t| t.at_unix_ms >= cut);
-            before != t.len()
-        };
-        if removed {
-            self.save_tombstones();
-        }
-    }
-
-    pub(crate) fn save_tombstones(&self) {
-        let Some(f) = &self.cfg.tombstone_file else { return };
-        let v: Vec<Tombstone> = lock(&self.tombstones).iter().cloned().collect();
-        let tmp = f.with_extension("tmp");
-        if let Err(e) = std::fs::write(&tmp, wire::encode(&v)).and_then(|_| std::fs::rename(&tmp, f)) {
-            tracing::warn!(file = %f.display(), error = %e, "could not save tombstones");
+    /// Drops expired tombstones, makes the appends since the last call
+    /// durable and compacts the file when it has grown (every hello interval).
+    pub(crate) fn maintain_tombstones(&self) {
+        let mut t = lock(&self.tombstones);
+        let Tombstones { set, log } = &mut *t;
+        set.prune(now_unix_ms());
+        if let Some(log) = log {
+            if let Err(e) = log.sync().and_then(|_| log.compact_if_needed(set)) {
+                tracing::warn!(error = %e, "could not save tombstones");
+            }
         }
     }
 }

@@ -308,6 +308,10 @@ pub struct NodeStats {
     pub fragments_repaired: u64,
     pub repair_failures: u64,
     pub tombstones: u64,
+    /// Size of the tombstone file (0 without one).
+    pub tombstone_file_bytes: u64,
+    /// Tombstones dropped because a count or byte bound was reached.
+    pub tombstones_evicted: u64,
     pub tombstone_deletes: u64,
     pub reclaimed_fragments: u64,
     pub protocol_violations: u64,

@@ -14,7 +14,7 @@ use futures::future::join_all;
 use crate::ctx::{bump, broadcast_delete, Ctx};
 use fragstate_core::codec::{EncodedStripe, StripeCodec};
 use fragstate_core::error::{Error, Result};
-use fragstate_core::format::{Manifest, StripeInfo};
+use fragstate_core::format::{self, Manifest, StripeInfo};
 use fragstate_core::ids::WriteId;
 use fragstate_core::params::CodingParams;
 use crate::repair::{publish_manifest, Fragments};
@@ -148,6 +148,21 @@ impl ObjectWriter {
     }
 
     async fn flush_stripe(&mut self) -> Result<()> {
+        let params = *self.codec.params();
+        let max = format::max_stripes(params.fragments());
+        if self.stripes.len() as u64 >= max {
+            let most = max * params.stripe_data_len() as u64;
+            return Err(Error::invalid(
+                "object size",
+                format!("more than {} bytes for {}", self.length - self.buf.len() as u64, self.path),
+                format!(
+                    "at most {most} bytes with cell size {} and k = {} (one manifest describes at most {max} stripes); \
+                     raise fragstate.cell-size for objects this large",
+                    params.cell_size(),
+                    params.k()
+                ),
+            ));
+        }
         let full = std::mem::replace(&mut self.buf, BytesMut::with_capacity(self.codec.buffer_capacity()));
         let enc = self.codec.encode(full);
         let s = self.stripes.len() as u32;

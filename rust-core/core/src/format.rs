@@ -26,6 +26,19 @@ pub const ENVELOPE_PREFIX_LEN: usize = 10;
 /// stripe (4) + length (4) + xxh3-64 checksum (8).
 pub const CELL_FRAME_HEADER_LEN: usize = 16;
 
+/// Room a manifest body keeps for everything but its stripes (path, holders,
+/// writer; paths and node ids are far shorter in practice).
+pub const MANIFEST_HEADROOM: u32 = 1024 * 1024;
+
+/// Stripes one manifest can describe when every stripe has `fragments` cells,
+/// so that its body stays within [`MAX_ENVELOPE_BODY`]: a stripe costs 13
+/// bytes (length, flag, list length) plus 8 per cell checksum. With 1 MiB
+/// cells and RS(4,2) that is ≈ 245,000 stripes (≈ 960 GiB of object bytes);
+/// with 4 KiB cells ≈ 3.7 GiB.
+pub fn max_stripes(fragments: usize) -> u64 {
+    ((MAX_ENVELOPE_BODY - MANIFEST_HEADROOM) as u64) / (13 + 8 * fragments as u64)
+}
+
 /// What a reader needs to know of one stripe.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StripeInfo {
@@ -327,6 +340,29 @@ mod tests {
             ],
             created_unix_ms: 1,
             writer: "w".into(),
+        }
+    }
+
+    #[test]
+    fn a_manifest_of_max_stripes_fits_its_envelope_and_one_more_stripe_would_not_fit_the_headroom() {
+        for (k, m) in [(1, 0), (4, 2), (16, 16)] {
+            let params = CodingParams::new(k, m, 4096, Compression::None).unwrap();
+            let n = max_stripes(k + m) as usize;
+            let stripe = StripeInfo { stored_len: params.stripe_data_len() as u32, compressed: false, cell_checksums: vec![u64::MAX; k + m] };
+            let big = Manifest {
+                // A long path and peer-id-sized holders: what the headroom is for.
+                path: "p".repeat(64 * 1024),
+                holders: (0..k + m).map(|i| NodeId::from(format!("12D3KooW{i:0>44}"))).collect(),
+                stripes: vec![stripe; n],
+                length: n as u64 * params.stripe_data_len() as u64,
+                params,
+                writer: "w".repeat(1024),
+                ..sample_manifest()
+            };
+            let bytes = encode_manifest(&big);
+            assert!(bytes.len() <= MAX_ENVELOPE_BODY as usize + ENVELOPE_PREFIX_LEN + 4, "k={k} m={m}: {} bytes", bytes.len());
+            let back = decode_manifest(&bytes).map_err(|e| e.to_string().chars().rev().take(200).collect::<String>());
+            assert_eq!(back.map(|m| m.stripes.len()), Ok(n), "k={k} m={m}");
         }
     }
 

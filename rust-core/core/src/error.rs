@@ -84,12 +84,14 @@ pub enum Error {
         corrupt: Vec<usize>,
     },
 
-    /// A node's store refused a cell over its byte budget.
+    /// A node's store refused a cell over its byte budget, or (disk store)
+    /// over what its file system has left.
     #[error("node {node}: store full: {used} of {budget} bytes used, {requested} more requested")]
     StoreFull {
         /// The node.
         node: String,
-        /// Its byte budget.
+        /// Its byte budget; when the file system is what is full, the bytes
+        /// it holds plus what the file system has left.
         budget: u64,
         /// Bytes it holds.
         used: u64,

@@ -4,13 +4,12 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::SystemTime;
 
 use fragstate_core::error::{Error, Result};
 use fragstate_core::format::{self, CellFrame, FragmentHeader, CELL_FRAME_HEADER_LEN, ENVELOPE_PREFIX_LEN, FRAGMENT_MAGIC};
 
-use crate::{CellSlot, Fragment};
+use crate::{CellSlot, Fragment, FragmentFile};
 
 /// A fragment file as found on disk: its header and the cells that are whole.
 pub struct ScannedFragment {
@@ -55,9 +54,10 @@ pub fn scan_fragment_file(file: &File, path: &Path) -> Result<ScannedFragment> {
     Ok(ScannedFragment { header, cells, end: pos, file_len })
 }
 
-/// Loads a fragment into the index. A torn last frame (the process died
-/// mid-append) is cut off; everything before it is kept.
-pub(crate) fn load_fragment(path: &Path) -> Result<Fragment> {
+/// Loads a fragment into the index (as file `id`; the file is closed again,
+/// reads reopen it). A torn last frame (the process died mid-append) is cut
+/// off; everything before it is kept.
+pub(crate) fn load_fragment(path: &Path, id: u64) -> Result<Fragment> {
     let ctx = |e| Error::io(format!("open {}", path.display()), e);
     let file = OpenOptions::new().read(true).write(true).open(path).map_err(ctx)?;
     let scan = scan_fragment_file(&file, path)?;
@@ -67,7 +67,17 @@ pub(crate) fn load_fragment(path: &Path) -> Result<Fragment> {
     }
     let bytes = scan.cells.iter().map(|(_, f)| f.len as u64).sum();
     let cells = scan.cells.iter().map(|&(offset, f)| CellSlot::Disk { checksum: f.checksum, offset, len: f.len }).collect();
-    let created = file.metadata().and_then(|m| m.modified()).unwrap_or_else(|_| SystemTime::now());
-    Ok(Fragment { header: scan.header, cells, bytes, created, file: Some(Arc::new(file)), file_path: Some(path.to_path_buf()), end: scan.end })
+    // Idle since its last write: an upload the restart cut off is reclaimed
+    // once that is long enough ago.
+    let last_active = file.metadata().and_then(|m| m.modified()).unwrap_or_else(|_| SystemTime::now());
+    Ok(Fragment {
+        header: scan.header,
+        cells,
+        bytes,
+        last_active,
+        file: Some(FragmentFile { id, path: path.to_path_buf(), writer: None }),
+        end: scan.end,
+        appending: false,
+    })
 }
 

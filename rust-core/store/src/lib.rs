@@ -6,31 +6,44 @@
 //! policy are described in `FORMAT.md` ("Store directory"): one append-only
 //! file per fragment (header envelope, then cell frames), one file per
 //! manifest written by rename. Disk reads and writes happen outside the index
-//! lock, so one slow file operation does not stall the other requests.
+//! lock, so one slow file operation does not stall the other requests. A
+//! disk store keeps at most [`DEFAULT_MAX_OPEN_FILES`] (or
+//! [`FragmentStore::with_max_open_files`]) fragment files open for reads,
+//! plus one per upload in progress, and its free bytes are the lesser of its
+//! budget left and what its file system has left.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use bytes::Bytes;
-use fragstate_core::delete::{DeleteStats, DeleteTarget};
 use fragstate_core::error::{Error, Result};
-use fragstate_core::format::{self, CellFrame, FragmentHeader, Manifest, ObjectSummary, CELL_FRAME_HEADER_LEN};
+use fragstate_core::format::{self, FragmentHeader, Manifest, ObjectSummary};
 use fragstate_core::ids::FragmentKey;
 use xxhash_rust::xxh3::xxh3_128;
 
+mod append;
 mod dir;
+#[cfg(test)]
+mod disk_tests;
 mod file;
+mod handles;
+mod remove;
+mod space;
 #[cfg(test)]
 mod tests;
 
 pub use dir::{claim_slot, DirLock};
 pub use file::{scan_fragment_file, ScannedFragment};
+pub use handles::DEFAULT_MAX_OPEN_FILES;
 use dir::{fsync_dir, read_dir};
 use file::load_fragment;
+use handles::OpenFiles;
+use space::DiskSpace;
 
 const STORE_MARKER: &str = "FRAGSTATE-STORE";
 const STORE_MARKER_CONTENT: &str = "fragstate store, layout 1\n";
@@ -44,18 +57,48 @@ pub struct StoreUsage {
     pub manifests: u64,
     /// `u64::MAX` when unlimited.
     pub budget: u64,
+    /// Bytes the file system under a disk store has left (`statvfs` on the
+    /// store directory, sampled about once a second); `None` in memory.
+    pub disk_available: Option<u64>,
 }
 
 impl StoreUsage {
+    /// What the store can still take: its budget left, and no more than its
+    /// file system has left. Placement weighs nodes by it.
     pub fn free_bytes(&self) -> u64 {
-        self.budget.saturating_sub(self.bytes)
+        self.budget.saturating_sub(self.bytes).min(self.disk_available.unwrap_or(u64::MAX))
     }
 }
 
-#[derive(Debug)]
 enum Backend {
     Memory,
-    Disk { root: PathBuf, fsync: bool, _lock: DirLock },
+    Disk(Box<Disk>),
+}
+
+struct Disk {
+    root: PathBuf,
+    fsync: bool,
+    _lock: DirLock,
+    files: OpenFiles,
+    space: DiskSpace,
+    /// The id of the next fragment file created or loaded ([`FragmentFile::id`]).
+    next_file: AtomicU64,
+    /// Test hook: the next append writes only this many bytes, then fails
+    /// as on a full disk.
+    #[cfg(test)]
+    short_write: Mutex<Option<usize>>,
+}
+
+/// A disk fragment's file.
+#[derive(Clone)]
+pub(crate) struct FragmentFile {
+    /// Unique in this store, never reused: the key of its open handle.
+    id: u64,
+    path: PathBuf,
+    /// The file's own handle while its upload is open (`begin_fragment` to
+    /// `finish_fragment`); otherwise reads and appends take one from the
+    /// store's bounded set of open files.
+    writer: Option<Arc<File>>,
 }
 
 #[derive(Clone)]
@@ -68,11 +111,16 @@ pub(crate) struct Fragment {
     header: FragmentHeader,
     cells: Vec<CellSlot>,
     bytes: u64,
-    created: SystemTime,
-    file: Option<Arc<File>>,
-    file_path: Option<PathBuf>,
+    /// The last append or finish (after a restart, the file's mtime):
+    /// uncommitted fragments are reclaimed once idle for long enough.
+    last_active: SystemTime,
+    /// `None` in memory.
+    file: Option<FragmentFile>,
     /// Next append offset in the file.
     end: u64,
+    /// An append is writing after the last whole cell: no other append of
+    /// this fragment may start until it is done or undone.
+    appending: bool,
 }
 
 #[derive(Default)]
@@ -91,7 +139,7 @@ pub struct FragmentStore {
     manifest_io: Mutex<()>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding the lock leaves consistent maps behind (every
     // update is a single insert or remove), so poisoning is not fatal.
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -146,7 +194,16 @@ impl FragmentStore {
         let store = FragmentStore {
             node,
             budget,
-            backend: Backend::Disk { root: root.clone(), fsync, _lock: lock },
+            backend: Backend::Disk(Box::new(Disk {
+                root: root.clone(),
+                fsync,
+                _lock: lock,
+                files: OpenFiles::new(DEFAULT_MAX_OPEN_FILES),
+                space: DiskSpace::new(root.clone()),
+                next_file: AtomicU64::new(0),
+                #[cfg(test)]
+                short_write: Mutex::new(None),
+            })),
             state: Mutex::new(State::default()),
             manifest_io: Mutex::new(()),
         };
@@ -154,11 +211,39 @@ impl FragmentStore {
         Ok(store)
     }
 
+    /// Keeps at most `max` (at least 1) fragment files open for reads and
+    /// resumed appends instead of [`DEFAULT_MAX_OPEN_FILES`]; uploads in
+    /// progress hold their own file in addition. No effect in memory.
+    pub fn with_max_open_files(mut self, max: usize) -> Self {
+        if let Backend::Disk(d) = &mut self.backend {
+            d.files = OpenFiles::new(max);
+        }
+        self
+    }
+
     pub fn node(&self) -> &str {
         &self.node
     }
 
+    fn disk(&self) -> Option<&Disk> {
+        match &self.backend {
+            Backend::Memory => None,
+            Backend::Disk(d) => Some(d.as_ref()),
+        }
+    }
+
+    /// An open handle of a fragment's file: its upload's own while the upload
+    /// is open, else one from the bounded set (reopened if it was closed).
+    fn open_file(&self, file: &FragmentFile) -> Result<Arc<File>> {
+        match (&file.writer, self.disk()) {
+            (Some(w), _) => Ok(w.clone()),
+            (None, Some(d)) => d.files.get(file.id, &file.path),
+            (None, None) => unreachable!("fragment files exist in disk mode only"),
+        }
+    }
+
     fn load(&self, root: &Path) -> Result<()> {
+        let next_file = &self.disk().expect("loading a disk store").next_file;
         let mut st = lock(&self.state);
         for entry in read_dir(&root.join("manifests"))? {
             if entry.extension().is_some_and(|e| e == "manifest") {
@@ -172,7 +257,7 @@ impl FragmentStore {
         }
         for entry in read_dir(&root.join("fragments"))? {
             if entry.extension().is_some_and(|e| e == "frag") {
-                match load_fragment(&entry) {
+                match load_fragment(&entry, next_file.fetch_add(1, Ordering::Relaxed)) {
                     Ok(f) => {
                         st.used += f.bytes;
                         st.fragments.insert(f.header.key(), f);
@@ -207,10 +292,11 @@ impl FragmentStore {
                 reason: format!("fragment {} of write {:x} already started on node {}", header.index, header.write_id, self.node),
             });
         }
-        let (file, file_path, end) = match &self.backend {
-            Backend::Memory => (None, None, 0),
-            Backend::Disk { root, .. } => {
-                let p = root
+        let (file, end) = match self.disk() {
+            None => (None, 0),
+            Some(d) => {
+                let p = d
+                    .root
                     .join("fragments")
                     .join(format!("{}-{:032x}-{:02}.frag", path_hash(&header.path), header.write_id, header.index));
                 let bytes = format::encode_fragment_header(header);
@@ -221,103 +307,43 @@ impl FragmentStore {
                     .write(true)
                     .open(&p)
                     .map_err(|e| Error::io(format!("create {}", p.display()), e))?;
-                f.write_all_at(&bytes, 0).map_err(|e| Error::io(format!("write {}", p.display()), e))?;
-                (Some(Arc::new(f)), Some(p), bytes.len() as u64)
+                if let Err(e) = f.write_all_at(&bytes, 0) {
+                    let _ = fs::remove_file(&p);
+                    return Err(Error::io(format!("write {}", p.display()), e));
+                }
+                let id = d.next_file.fetch_add(1, Ordering::Relaxed);
+                (Some(FragmentFile { id, path: p, writer: Some(Arc::new(f)) }), bytes.len() as u64)
             }
         };
-        st.fragments.insert(
-            key,
-            Fragment { header: header.clone(), cells: Vec::new(), bytes: 0, created: SystemTime::now(), file, file_path, end },
-        );
+        let fragment =
+            Fragment { header: header.clone(), cells: Vec::new(), bytes: 0, last_active: SystemTime::now(), file, end, appending: false };
+        st.fragments.insert(key.clone(), fragment);
+        drop(st);
+        // The new file's directory entry: without it a power loss could lose
+        // the file whose cells were synced and acknowledged.
+        if let Some(Disk { root, fsync: true, .. }) = self.disk() {
+            if let Err(e) = fsync_dir(&root.join("fragments")) {
+                self.remove_where(|k| *k == key, |_| false)?;
+                return Err(e);
+            }
+        }
         Ok(())
     }
 
-    /// Appends the cell of `stripe` (stripes arrive in order; re-sending the
-    /// last cell with the same checksum is accepted as a retry).
-    pub fn append_cell(&self, key: &FragmentKey, stripe: u32, checksum: u64, cell: Bytes) -> Result<()> {
-        let len = cell.len() as u64;
-        let (file, offset) = {
+    /// Makes the fragment durable (fsync in disk mode) and ends its upload:
+    /// its file is closed, reopened on demand by reads.
+    pub fn finish_fragment(&self, key: &FragmentKey) -> Result<()> {
+        let file = {
             let mut st = lock(&self.state);
-            let used = st.used;
             let f = st.fragments.get_mut(key).ok_or_else(|| Error::InvalidState {
                 path: key.path.to_string(),
                 reason: format!("fragment {} not started on node {}", key.index, self.node),
             })?;
-            let have = f.cells.len() as u32;
-            if stripe < have {
-                let prev = match &f.cells[stripe as usize] {
-                    CellSlot::Memory { checksum, .. } | CellSlot::Disk { checksum, .. } => *checksum,
-                };
-                if prev == checksum {
-                    return Ok(());
-                }
-            }
-            if stripe != have {
-                return Err(Error::InvalidState {
-                    path: key.path.to_string(),
-                    reason: format!("fragment {}: cell of stripe {stripe} arrived, expected stripe {have}", key.index),
-                });
-            }
-            if len > f.header.params.cell_size() as u64 {
-                return Err(Error::format(
-                    format!("{} fragment {}", key.path, key.index),
-                    format!("cell of {len} bytes exceeds the cell size {}", f.header.params.cell_size()),
-                ));
-            }
-            if used.saturating_add(len) > self.budget {
-                return Err(Error::StoreFull { node: self.node.clone(), budget: self.budget, used, requested: len });
-            }
-            match &f.file {
-                None => {
-                    f.cells.push(CellSlot::Memory { checksum, bytes: cell });
-                    f.bytes += len;
-                    st.used += len;
-                    return Ok(());
-                }
-                Some(file) => {
-                    let file = file.clone();
-                    let offset = f.end;
-                    f.end += CELL_FRAME_HEADER_LEN as u64 + len;
-                    f.bytes += len;
-                    st.used += len;
-                    (file, offset)
-                }
-            }
+            f.last_active = SystemTime::now();
+            f.file.as_mut().map(|file| FragmentFile { writer: file.writer.take(), ..file.clone() })
         };
-        let frame = CellFrame { stripe, len: len as u32, checksum }.encode();
-        let written = file
-            .write_all_at(&frame, offset)
-            .and_then(|_| file.write_all_at(&cell, offset + CELL_FRAME_HEADER_LEN as u64));
-        let mut st = lock(&self.state);
-        match written {
-            Ok(()) => {
-                if let Some(f) = st.fragments.get_mut(key) {
-                    f.cells.push(CellSlot::Disk { checksum, offset: offset + CELL_FRAME_HEADER_LEN as u64, len: len as u32 });
-                }
-                Ok(())
-            }
-            Err(e) => {
-                // The fragment is unusable from here on: the writer re-places it.
-                if let Some(f) = st.fragments.remove(key) {
-                    st.used -= f.bytes;
-                }
-                Err(Error::io(format!("node {}: append to {} fragment {}", self.node, key.path, key.index), e))
-            }
-        }
-    }
-
-    /// Makes the fragment durable (fsync in disk mode).
-    pub fn finish_fragment(&self, key: &FragmentKey) -> Result<()> {
-        let (file, path) = {
-            let st = lock(&self.state);
-            let f = st.fragments.get(key).ok_or_else(|| Error::InvalidState {
-                path: key.path.to_string(),
-                reason: format!("fragment {} not started on node {}", key.index, self.node),
-            })?;
-            (f.file.clone(), f.file_path.clone())
-        };
-        if let (Some(file), Some(path), Backend::Disk { fsync: true, .. }) = (file, path, &self.backend) {
-            file.sync_data().map_err(|e| Error::io(format!("fsync {}", path.display()), e))?;
+        if let (Some(file), Some(Disk { fsync: true, .. })) = (file, self.disk()) {
+            self.open_file(&file)?.sync_data().map_err(|e| Error::io(format!("fsync {}", file.path.display()), e))?;
         }
         Ok(())
     }
@@ -337,7 +363,8 @@ impl FragmentStore {
             (CellSlot::Memory { bytes, .. }, _) => Ok(bytes),
             (CellSlot::Disk { offset, len, .. }, Some(file)) => {
                 let mut buf = vec![0u8; len as usize];
-                file.read_exact_at(&mut buf, offset)
+                self.open_file(&file)?
+                    .read_exact_at(&mut buf, offset)
                     .map_err(|e| Error::io(format!("node {}: read {} fragment {} stripe {stripe}", self.node, key.path, key.index), e))?;
                 Ok(Bytes::from(buf))
             }
@@ -353,7 +380,7 @@ impl FragmentStore {
                 return Ok(());
             }
         }
-        if let Backend::Disk { root, fsync, .. } = &self.backend {
+        if let Some(Disk { root, fsync, .. }) = self.disk() {
             let dir = root.join("manifests");
             let name = format!("{}.manifest", path_hash(&m.path));
             let tmp = dir.join(format!("{name}.tmp"));
@@ -390,68 +417,8 @@ impl FragmentStore {
             .collect()
     }
 
-    pub fn delete(&self, target: &DeleteTarget) -> Result<DeleteStats> {
-        self.remove_where(|k| target.matches(&k.path, k.write_id), |m| target.matches(&m.path, m.write_id))
-    }
-
-    /// Removes fragments that no manifest commits and that are older than
-    /// `age`: leftovers of writers that died before `close`, and of writes
-    /// that were superseded.
-    pub fn reclaim_uncommitted(&self, age: Duration) -> Result<DeleteStats> {
-        let cutoff = SystemTime::now().checked_sub(age).unwrap_or(UNIX_EPOCH);
-        let committed: HashMap<String, u128> = {
-            let st = lock(&self.state);
-            st.manifests.iter().map(|(p, m)| (p.clone(), m.write_id)).collect()
-        };
-        let old_uncommitted: Vec<FragmentKey> = {
-            let st = lock(&self.state);
-            st.fragments
-                .iter()
-                .filter(|(k, f)| committed.get(&*k.path) != Some(&k.write_id) && f.created < cutoff)
-                .map(|(k, _)| k.clone())
-                .collect()
-        };
-        self.remove_where(|k| old_uncommitted.contains(k), |_| false)
-    }
-
-    /// Fault injection: forgets one fragment, as if its disk sector were gone.
-    pub fn drop_fragment(&self, key: &FragmentKey) -> Result<DeleteStats> {
-        self.remove_where(|k| k == key, |_| false)
-    }
-
-    /// Fault injection: flips one byte of a stored cell (in memory or on disk).
-    pub fn corrupt_cell(&self, key: &FragmentKey, stripe: u32) -> Result<()> {
-        let mut st = lock(&self.state);
-        let not_found = || Error::CellNotFound {
-            path: key.path.to_string(),
-            index: key.index as usize,
-            stripe,
-            node: self.node.clone(),
-        };
-        let f = st.fragments.get_mut(key).ok_or_else(not_found)?;
-        let file = f.file.clone();
-        let slot = f.cells.get_mut(stripe as usize).ok_or_else(not_found)?;
-        match slot {
-            CellSlot::Memory { bytes, .. } => {
-                let mut v = bytes.to_vec();
-                if let Some(b) = v.first_mut() {
-                    *b ^= 0xff;
-                }
-                *bytes = Bytes::from(v);
-            }
-            CellSlot::Disk { offset, len, .. } => {
-                if *len > 0 {
-                    let file = file.expect("disk cells always have a file");
-                    let mut b = [0u8; 1];
-                    file.read_exact_at(&mut b, *offset).and_then(|_| file.write_all_at(&[b[0] ^ 0xff], *offset))
-                        .map_err(|e| Error::io("corrupt cell", e))?;
-                }
-            }
-        }
-        Ok(())
-    }
-
     pub fn usage(&self) -> StoreUsage {
+        let space = self.disk().map(|d| d.space.sample(lock(&self.state).used));
         let st = lock(&self.state);
         StoreUsage {
             fragments: st.fragments.len() as u64,
@@ -459,6 +426,7 @@ impl FragmentStore {
             bytes: st.used,
             manifests: st.manifests.len() as u64,
             budget: self.budget,
+            disk_available: space.map(|s| s.left(st.used)),
         }
     }
 
@@ -468,38 +436,4 @@ impl FragmentStore {
         v.sort();
         v
     }
-
-    fn remove_where(&self, frag: impl Fn(&FragmentKey) -> bool, manifest: impl Fn(&Manifest) -> bool) -> Result<DeleteStats> {
-        let _io = lock(&self.manifest_io);
-        let mut stats = DeleteStats::default();
-        let mut files = Vec::new();
-        {
-            let mut st = lock(&self.state);
-            let keys: Vec<FragmentKey> = st.fragments.keys().filter(|k| frag(k)).cloned().collect();
-            for k in keys {
-                let f = st.fragments.remove(&k).unwrap();
-                st.used -= f.bytes;
-                stats.fragments += 1;
-                stats.bytes += f.bytes;
-                files.extend(f.file_path);
-            }
-            let paths: Vec<String> = st.manifests.values().filter(|m| manifest(m)).map(|m| m.path.clone()).collect();
-            for p in paths {
-                st.manifests.remove(&p);
-                stats.manifests += 1;
-                if let Backend::Disk { root, .. } = &self.backend {
-                    files.push(root.join("manifests").join(format!("{}.manifest", path_hash(&p))));
-                }
-            }
-        }
-        for f in files {
-            if let Err(e) = fs::remove_file(&f) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    return Err(Error::io(format!("node {}: remove {}", self.node, f.display()), e));
-                }
-            }
-        }
-        Ok(stats)
-    }
 }
-

@@ -32,7 +32,7 @@ pub(crate) struct NodeArgs {
     /// Keep fragments in memory, at most this many bytes.
     #[arg(long, value_parser = parse_bytes)]
     pub memory: Option<u64>,
-    /// Capacity of a disk store (default: unlimited).
+    /// Capacity of a disk store (default: no budget; the store never takes more than its file system has left).
     #[arg(long, value_parser = parse_bytes)]
     pub capacity: Option<u64>,
     /// Do not fsync fragments and manifests (tests, benchmarks).

@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 
 use fragstate_core::error::{Error, Result};
 
-use crate::config::{IDENTIFY_PROTOCOL, KAD_PROTOCOL, NetConfig};
+use crate::config::{hostname, IDENTIFY_PROTOCOL, KAD_PROTOCOL, NetConfig};
 use crate::membership::{exchange_hello, peer_left};
 use crate::state::{lock, Cmd, Inner};
 
@@ -120,6 +120,8 @@ pub(crate) struct BootstrapDials {
     pending: HashMap<ConnectionId, Multiaddr>,
     /// When each address's last failure was logged as a warning.
     warned: HashMap<Multiaddr, Instant>,
+    /// Bootstrap addresses found to be this node's own (logged once, never dialled).
+    own: Vec<Multiaddr>,
 }
 
 /// While alone, a node redials its bootstrap addresses every tick (3 s); a
@@ -127,8 +129,17 @@ pub(crate) struct BootstrapDials {
 const BOOTSTRAP_WARN_EVERY: Duration = Duration::from_secs(30);
 
 impl BootstrapDials {
-    fn dial_all(&mut self, swarm: &mut Swarm<Behaviour>, addrs: &[Multiaddr]) {
+    /// Dials every bootstrap address except this node's own (`listen`: the configured and the
+    /// reported listen addresses).
+    fn dial_all(&mut self, swarm: &mut Swarm<Behaviour>, addrs: &[Multiaddr], listen: &[Multiaddr]) {
         for addr in addrs {
+            if is_own_address(addr, listen) {
+                if !self.own.contains(addr) {
+                    tracing::info!(%addr, "bootstrap address is this node's own listen address: not dialled (the other nodes join this one)");
+                    self.own.push(addr.clone());
+                }
+                continue;
+            }
             let opts = DialOpts::from(addr.clone());
             let id = opts.connection_id();
             match swarm.dial(opts) {
@@ -169,10 +180,42 @@ impl BootstrapDials {
     }
 }
 
+/// True when `addr` (a bootstrap address) names this node: same TCP port as one it listens on,
+/// and either the same IP, or this machine (`localhost`, a loopback address, this host's name)
+/// while it listens on all interfaces or on loopback. The JobManager's node of a Flink cluster
+/// is its own default bootstrap; dialling itself fails the handshake and would warn every 3 s.
+/// (A name that only resolves to this host's address is not recognised: that dial fails and warns.)
+pub(crate) fn is_own_address(addr: &Multiaddr, listen: &[Multiaddr]) -> bool {
+    let mut parts = addr.iter();
+    let (Some(host), Some(Protocol::Tcp(port))) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    let this_machine = match &host {
+        Protocol::Dns(n) | Protocol::Dns4(n) | Protocol::Dns6(n) => n.eq_ignore_ascii_case("localhost") || n.eq_ignore_ascii_case(&hostname()),
+        Protocol::Ip4(ip) => ip.is_loopback() || ip.is_unspecified(),
+        Protocol::Ip6(ip) => ip.is_loopback() || ip.is_unspecified(),
+        _ => false,
+    };
+    listen.iter().any(|l| {
+        let mut lp = l.iter();
+        match (lp.next(), lp.next()) {
+            (Some(lhost), Some(Protocol::Tcp(p))) if p == port && p != 0 => {
+                let local = match &lhost {
+                    Protocol::Ip4(ip) => ip.is_loopback() || ip.is_unspecified(),
+                    Protocol::Ip6(ip) => ip.is_loopback() || ip.is_unspecified(),
+                    _ => false,
+                };
+                lhost == host || (this_machine && local)
+            }
+            _ => false,
+        }
+    })
+}
+
 pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, mut cmds: mpsc::UnboundedReceiver<Cmd>) {
     let mut shutdown = inner.shutdown.subscribe();
     let mut bootstrap = BootstrapDials::default();
-    bootstrap.dial_all(&mut swarm, &inner.cfg.bootstrap);
+    bootstrap.dial_all(&mut swarm, &inner.cfg.bootstrap, &inner.cfg.listen);
     let mut tick = tokio::time::interval(Duration::from_secs(3));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -187,7 +230,8 @@ pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, m
                 // Find peers that joined elsewhere; redial the bootstrap nodes when alone.
                 let connected = swarm.connected_peers().count();
                 if connected == 0 {
-                    bootstrap.dial_all(&mut swarm, &inner.cfg.bootstrap);
+                    let listen: Vec<Multiaddr> = inner.cfg.listen.iter().chain(lock(&inner.listen_addrs).iter()).cloned().collect();
+                    bootstrap.dial_all(&mut swarm, &inner.cfg.bootstrap, &listen);
                 } else {
                     let _ = swarm.behaviour_mut().kad.bootstrap();
                 }
@@ -271,5 +315,38 @@ pub(crate) fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, ev:
             tracing::warn!(from = %send_back_addr, %error, "refused an incoming connection (wrong or missing cluster key?)");
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(s: &str) -> Multiaddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn own_listen_address_is_recognised_as_bootstrap_address() {
+        let any = [a("/ip4/0.0.0.0/tcp/6130")];
+        assert!(is_own_address(&a("/dns4/localhost/tcp/6130"), &any));
+        assert!(is_own_address(&a(&format!("/dns4/{}/tcp/6130", hostname())), &any));
+        assert!(is_own_address(&a("/ip4/127.0.0.1/tcp/6130/p2p/12D3KooWHFNNSCypXdZbbJaQGsihqh2xExDVnXHL9Rx6mFKFCSuh"), &any));
+        assert!(!is_own_address(&a("/dns4/localhost/tcp/6131"), &any));
+        assert!(!is_own_address(&a("/dns4/jobmanager.example/tcp/6130"), &any));
+        assert!(!is_own_address(&a("/ip4/10.0.0.1/tcp/6130"), &any));
+        // an ephemeral listen port (0) is never a bootstrap address; a specific IP must match
+        assert!(!is_own_address(&a("/dns4/localhost/tcp/6130"), &[a("/ip4/0.0.0.0/tcp/0")]));
+        assert!(is_own_address(&a("/ip4/10.0.0.1/tcp/6130"), &[a("/ip4/10.0.0.1/tcp/6130")]));
+        assert!(!is_own_address(&a("/dns4/localhost/tcp/6130"), &[a("/ip4/10.0.0.1/tcp/6130")]));
+    }
+
+    #[test]
+    fn listen_addresses_need_an_ip_and_a_tcp_port() {
+        assert!(check_listen_addr(&a("/ip4/0.0.0.0/tcp/0")).is_ok());
+        assert!(check_listen_addr(&a("/ip6/::/tcp/7710")).is_ok());
+        let e = check_listen_addr(&a("/dns4/localhost/tcp/7710")).unwrap_err().to_string();
+        assert!(e.contains("/dns4/localhost/tcp/7710") && e.contains("/ip4/0.0.0.0/tcp/7710"), "{e}");
+        assert!(check_listen_addr(&a("/ip4/0.0.0.0/udp/7710")).is_err());
     }
 }

@@ -8,6 +8,12 @@
 #       distribution's jars plus LIB_JARs (the drop-in place of a plugin jar such as fragstate),
 #       conf/config.yaml = the base settings below with every key of EXTRA_CONFIG (a file of
 #       flat `key: value` lines) replacing the base one. Ports are chosen here.
+#   flink-cluster.sh prepare-stock RUN_DIR EXTRA_CONFIG [LIB_JAR...]
+#       The same layout, but conf/config.yaml = the distribution's conf/config.yaml as shipped
+#       (JobManager RPC on localhost:6123, REST on 8081, 1 slot per TaskManager) with the lines of
+#       EXTRA_CONFIG appended: a user's cluster, for checking documented settings on a stock
+#       config. Fixed ports: fails naming the port when 6123, 8081 or 6130 (fragstate's default
+#       port) is taken, so only one such cluster runs on a machine at a time.
 #   flink-cluster.sh start RUN_DIR NUM_TMS   JobManager + NUM_TMS TaskManagers (ids tm-1..tm-N), waits for REST and registration
 #   flink-cluster.sh start-tm RUN_DIR ID     one more TaskManager with resource id ID
 #   flink-cluster.sh stop RUN_DIR            every JVM of this run: TERM, then KILL; waits until gone
@@ -21,7 +27,7 @@ set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-usage() { die "usage: flink-cluster.sh prepare RUN_DIR [EXTRA_CONFIG] [LIB_JAR...] | start RUN_DIR NUM_TMS | start-tm RUN_DIR ID | stop RUN_DIR | pid RUN_DIR NAME | rest-url RUN_DIR"; }
+usage() { die "usage: flink-cluster.sh prepare RUN_DIR [EXTRA_CONFIG] [LIB_JAR...] | prepare-stock RUN_DIR EXTRA_CONFIG [LIB_JAR...] | start RUN_DIR NUM_TMS | start-tm RUN_DIR ID | stop RUN_DIR | pid RUN_DIR NAME | rest-url RUN_DIR"; }
 cmd="${1:-}"
 run="${2:-}"
 [ -n "$cmd" ] && [ -n "$run" ] || usage
@@ -36,11 +42,10 @@ home_env() {
   mkdir -p "$FLINK_LOG_DIR" "$FLINK_PID_DIR"
 }
 
-prepare() {
-  local extra="${1:-}"
-  shift || true
-  local dist rest_port rpc_port jar key
-  dist="$("$(dirname "${BASH_SOURCE[0]}")/fetch-flink.sh")"
+# layout_home DIST LIB_JAR...: the per-run FLINK_HOME without its config.yaml
+layout_home() {
+  local dist="$1" jar
+  shift
   mkdir -p "$run"
   run="$(cd "$run" && pwd)"
   rm -rf "$run/home"
@@ -54,6 +59,14 @@ prepare() {
   ln -s "$dist/opt" "$run/home/opt"
   ln -s "$dist/plugins" "$run/home/plugins"
   cp "$dist"/conf/log4j*.properties "$run/home/conf/"
+}
+
+prepare() {
+  local extra="${1:-}"
+  shift || true
+  local dist rest_port rpc_port key
+  dist="$("$(dirname "${BASH_SOURCE[0]}")/fetch-flink.sh")"
+  layout_home "$dist" "$@"
   rest_port="$(free_port)"
   rpc_port="$(free_port)"
   # the distribution's JVM module flags (--add-opens ...) are needed by Flink 2.x on Java 17
@@ -107,6 +120,22 @@ YAML
   grep -E '^rest.port:' "$run/home/conf/config.yaml" | awk '{print $2}' >"$run/rest.port"
   grep -E '^jobmanager.rpc.port:' "$run/home/conf/config.yaml" | awk '{print $2}' >"$run/rpc.port"
   log "Flink home for this run: $run/home (REST port $(cat "$run/rest.port"))"
+}
+
+# prepare-stock EXTRA_CONFIG LIB_JAR...: the distribution's config.yaml unchanged + EXTRA_CONFIG
+prepare_stock() {
+  local extra="${1:-}" dist port
+  [ -f "$extra" ] || die "extra Flink config file not found: $extra"
+  shift
+  dist="$("$(dirname "${BASH_SOURCE[0]}")/fetch-flink.sh")"
+  for port in 6123 8081 6130; do
+    port_open "$port" && die "port $port on 127.0.0.1 is in use: a stock-config cluster needs it (6123 JobManager RPC, 8081 REST, 6130 the JobManager's fragstate node); stop what listens there (another Flink cluster or fragstate node?)"
+  done
+  layout_home "$dist" "$@"
+  { cat "$dist/conf/config.yaml"; echo; echo "# --- added ($extra)"; cat "$extra"; } >"$run/home/conf/config.yaml"
+  echo 8081 >"$run/rest.port"
+  echo 6123 >"$run/rpc.port"
+  log "Flink home for this run: $run/home (stock config.yaml + $extra; REST port 8081)"
 }
 
 # last pid appended to Flink's pid file for DAEMON
@@ -194,6 +223,7 @@ stop() {
 
 case "$cmd" in
   prepare) shift 2; prepare "$@" ;;
+  prepare-stock) shift 2; prepare_stock "$@" ;;
   start) start "${3:-}" ;;
   start-tm) home_env; [ -n "${3:-}" ] || usage; start_tm "$3" ;;
   stop) stop ;;

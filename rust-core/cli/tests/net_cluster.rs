@@ -31,6 +31,9 @@ struct Cluster {
     dir: tempfile::TempDir,
     key: PathBuf,
     nodes: Vec<NodeProc>,
+    /// What new nodes and client commands bootstrap from instead of the
+    /// running nodes' `/ip4` addresses (the DNS test).
+    bootstrap: Option<String>,
 }
 
 fn spawn_node(args: &[String], log: &Path) -> (Child, String, String) {
@@ -65,7 +68,7 @@ impl Cluster {
         let key = dir.path().join("cluster.key");
         let out = Command::new(EXE).arg("keygen").arg(&key).output().unwrap();
         assert!(out.status.success(), "{out:?}");
-        Cluster { dir, key, nodes: Vec::new() }
+        Cluster { dir, key, nodes: Vec::new(), bootstrap: None }
     }
 
     /// Starts `n` storage nodes with extra arguments; `disk` gives each a store directory.
@@ -79,7 +82,9 @@ impl Cluster {
             } else {
                 args.extend(["--memory".into(), "1GiB".into()]);
             }
-            if let Some(first) = self.nodes.first() {
+            if let Some(b) = &self.bootstrap {
+                args.extend(["--bootstrap".into(), b.clone()]);
+            } else if let Some(first) = self.nodes.first() {
                 args.extend(["--bootstrap".into(), first.addr.clone()]);
             }
             args.extend(extra.iter().map(|s| s.to_string()));
@@ -114,6 +119,9 @@ impl Cluster {
     }
 
     fn bootstrap_args(&self) -> Vec<String> {
+        if let Some(b) = &self.bootstrap {
+            return vec!["--bootstrap".into(), b.clone()];
+        }
         let mut v = Vec::new();
         for n in self.nodes.iter().filter(|n| n.child.is_some()) {
             v.extend(["--bootstrap".to_string(), n.addr.clone()]);
@@ -485,4 +493,50 @@ fn library_node_in_cluster_mode_writes_and_reads_over_the_network() {
     assert!(node.stats_json().contains("\"network\""));
     drop(node);
     drop(rt);
+}
+
+/// Host names work wherever a node or client dials: `/dns4/localhost/tcp/P`
+/// (the form of the Flink plugin's default bootstrap) for nodes and client
+/// commands. A node whose bootstrap node is not up yet warns, naming the
+/// address, and joins once it is. A host name as a listen address is an
+/// error that names it and what is allowed.
+#[test]
+fn dns_bootstrap_addresses_resolve_for_nodes_and_clients() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = Cluster::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dns = format!("/dns4/localhost/tcp/{port}");
+    c.bootstrap = Some(dns.clone());
+    // The first node starts before anything listens on the port (not `start`: it waits for the cluster).
+    let spawn = |c: &mut Cluster, name: &str, listen: &str, bootstrap: &[&str]| {
+        let mut args: Vec<String> = ["--listen", listen, "--domain", name, "--memory", "1GiB"].iter().chain(bootstrap).map(|s| s.to_string()).collect();
+        args.extend(["--key-file".to_string(), c.key.display().to_string()]);
+        let log = c.dir.path().join(format!("node-{name}.log"));
+        let (child, peer, addr) = spawn_node(&args, &log);
+        c.nodes.push(NodeProc { child: Some(child), peer, addr, args, log });
+    };
+    spawn(&mut c, "early", "/ip4/127.0.0.1/tcp/0", &["--bootstrap", &dns]);
+    c.wait_for("a warning that names the unreachable bootstrap address", |c| {
+        let log = std::fs::read_to_string(&c.nodes[0].log).unwrap_or_default();
+        log.lines().any(|l| l.contains("WARN") && l.contains("cannot reach bootstrap address") && l.contains(&dns))
+    });
+    // The node it bootstraps from comes up on that port; four more join through the name.
+    spawn(&mut c, "seed", &format!("/ip4/127.0.0.1/tcp/{port}"), &[]);
+    c.start(4, false, &[]);
+    c.wait_live(6);
+    let data = payload(3 << 20, 11);
+    let h = c.put(&data, "/dns/obj", SMALL_CELLS);
+    assert_eq!(h.len(), 6);
+    assert_eq!(c.get("/dns/obj").unwrap(), data);
+    // Every node sees every other one (the early node redialled the name until the seed was up).
+    c.wait_for("every node to see all 6", |c| c.stats().iter().all(|s| s.get("live").map(String::as_str) == Some("6")));
+
+    let out = Command::new(EXE)
+        .args(["node", "--listen", "/dns4/localhost/tcp/0", "--memory", "64MiB", "--key-file"])
+        .arg(&c.key)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("/dns4/localhost/tcp/0") && err.contains("/ip4/0.0.0.0/tcp/7710"), "{}", text(&out));
 }

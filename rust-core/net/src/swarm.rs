@@ -1,9 +1,10 @@
-//! The libp2p swarm: transport (TCP → pnet → noise → yamux), behaviours
+//! The libp2p swarm: transport (DNS → TCP → pnet → noise → yamux), behaviours
 //! (identify, ping, Kademlia in server mode, raw streams), and the task that
 //! drives it and turns its events into membership changes.
 
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use libp2p::core::muxing::StreamMuxerBox;
@@ -13,13 +14,14 @@ use libp2p::identity::Keypair;
 use libp2p::kad;
 use libp2p::pnet::{PnetConfig, PreSharedKey};
 use libp2p::swarm::dial_opts::{DialOpts, PeerCondition};
-use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
-use libp2p::{identify, noise, ping, tcp, yamux, PeerId, Swarm, Transport as _};
+use libp2p::multiaddr::Protocol;
+use libp2p::swarm::{ConnectionId, NetworkBehaviour, SwarmEvent};
+use libp2p::{dns, identify, noise, ping, tcp, yamux, Multiaddr, PeerId, Swarm, Transport as _};
 use tokio::sync::mpsc;
 
 use fragstate_core::error::{Error, Result};
 
-use crate::config::{IDENTIFY_PROTOCOL, KAD_PROTOCOL, NetConfig};
+use crate::config::{hostname, IDENTIFY_PROTOCOL, KAD_PROTOCOL, NetConfig};
 use crate::membership::{exchange_hello, peer_left};
 use crate::state::{lock, Cmd, Inner};
 
@@ -57,14 +59,46 @@ pub(crate) fn build_swarm(cfg: &NetConfig) -> Result<(Swarm<Behaviour>, libp2p_s
         .with_substream_upgrade_protocol_override(upgrade::Version::V1Lazy);
     let mut swarm = Swarm::new(transport, behaviour, peer_id, swarm_cfg);
     for addr in &cfg.listen {
+        check_listen_addr(addr)?;
         swarm.listen_on(addr.clone()).map_err(|e| Error::invalid("listen address", addr, format!("a listenable TCP multiaddr ({e})")))?;
     }
     Ok((swarm, control))
 }
 
+/// What a node can listen on: an IP address and a TCP port (a trailing
+/// `/p2p/<id>` is allowed). Host names (`/dns4/…`) are resolved only when
+/// dialing; the error says so instead of libp2p's "multiaddr not supported".
+pub(crate) fn check_listen_addr(addr: &Multiaddr) -> Result<()> {
+    let mut parts = addr.iter();
+    let ip = matches!(parts.next(), Some(Protocol::Ip4(_) | Protocol::Ip6(_)));
+    let tcp = matches!(parts.next(), Some(Protocol::Tcp(_)));
+    let rest = matches!(parts.next(), None | Some(Protocol::P2p(_))) && parts.next().is_none();
+    if ip && tcp && rest {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        "listen address",
+        addr,
+        "an IP address and a TCP port, such as /ip4/0.0.0.0/tcp/7710 or /ip6/::/tcp/7710 \
+         (host names such as /dns4/HOST/tcp/PORT are accepted where the node dials: bootstrap addresses)",
+    ))
+}
+
+/// TCP (no Nagle) behind libp2p's DNS transport: dialing `/dns4`, `/dns6`,
+/// `/dns` (and `/dnsaddr`) addresses resolves the name first, with the system
+/// resolver configuration (`/etc/resolv.conf`, `/etc/hosts`; `localhost` is
+/// always the loopback address). Listening is TCP's unchanged.
+fn dns_tcp() -> dns::tokio::Transport<tcp::tokio::Transport> {
+    let tcp = || tcp::tokio::Transport::new(tcp::Config::default().nodelay(true));
+    dns::tokio::Transport::system(tcp()).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "cannot read the system DNS configuration: host names resolve through /etc/hosts only");
+        dns::tokio::Transport::custom(tcp(), dns::ResolverConfig::default(), dns::ResolverOpts::default())
+    })
+}
+
 pub(crate) fn build_transport(key: &Keypair, psk: Option<PreSharedKey>, timeout: Duration) -> Result<Boxed<(PeerId, StreamMuxerBox)>> {
     let noise = noise::Config::new(key).map_err(|e| Error::format("noise configuration", e.to_string()))?;
-    let tcp = tcp::tokio::Transport::new(tcp::Config::default().nodelay(true));
+    let tcp = dns_tcp();
     let yamux = yamux::Config::default();
     Ok(match psk {
         Some(psk) => tcp
@@ -78,13 +112,110 @@ pub(crate) fn build_transport(key: &Keypair, psk: Option<PreSharedKey>, timeout:
     })
 }
 
-pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, mut cmds: mpsc::UnboundedReceiver<Cmd>) {
-    let mut shutdown = inner.shutdown.subscribe();
-    for addr in &inner.cfg.bootstrap {
-        if let Err(e) = swarm.dial(addr.clone()) {
-            tracing::warn!(%addr, error = %e, "cannot dial bootstrap address");
+/// Dials of bootstrap addresses in flight, so that a failure (a name that
+/// does not resolve, a refused connection) is logged as a warning naming the
+/// address — every other failed dial is only a debug line.
+#[derive(Default)]
+pub(crate) struct BootstrapDials {
+    pending: HashMap<ConnectionId, Multiaddr>,
+    /// When each address's last failure was logged as a warning.
+    warned: HashMap<Multiaddr, Instant>,
+    /// Bootstrap addresses found to be this node's own (logged once, never dialled).
+    own: Vec<Multiaddr>,
+}
+
+/// While alone, a node redials its bootstrap addresses every tick (3 s); a
+/// failing address is logged as a warning at most this often.
+const BOOTSTRAP_WARN_EVERY: Duration = Duration::from_secs(30);
+
+impl BootstrapDials {
+    /// Dials every bootstrap address except this node's own (`listen`: the configured and the
+    /// reported listen addresses).
+    fn dial_all(&mut self, swarm: &mut Swarm<Behaviour>, addrs: &[Multiaddr], listen: &[Multiaddr]) {
+        for addr in addrs {
+            if is_own_address(addr, listen) {
+                if !self.own.contains(addr) {
+                    tracing::info!(%addr, "bootstrap address is this node's own listen address: not dialled (the other nodes join this one)");
+                    self.own.push(addr.clone());
+                }
+                continue;
+            }
+            let opts = DialOpts::from(addr.clone());
+            let id = opts.connection_id();
+            match swarm.dial(opts) {
+                Ok(()) => {
+                    self.pending.insert(id, addr.clone());
+                }
+                Err(e) => self.failed(addr, &e.to_string()),
+            }
         }
     }
+
+    fn failed(&mut self, addr: &Multiaddr, error: &str) {
+        let due = self.warned.get(addr).is_none_or(|t| t.elapsed() >= BOOTSTRAP_WARN_EVERY);
+        if due {
+            self.warned.insert(addr.clone(), Instant::now());
+            tracing::warn!(%addr, %error, "cannot reach bootstrap address; retrying every 3 s while no peer is connected");
+        } else {
+            tracing::debug!(%addr, %error, "cannot reach bootstrap address");
+        }
+    }
+
+    fn event(&mut self, ev: &SwarmEvent<BehaviourEvent>) {
+        match ev {
+            SwarmEvent::ConnectionEstablished { connection_id, .. } => {
+                if let Some(addr) = self.pending.remove(connection_id) {
+                    if self.warned.remove(&addr).is_some() {
+                        tracing::info!(%addr, "bootstrap address reached");
+                    }
+                }
+            }
+            SwarmEvent::OutgoingConnectionError { connection_id, error, .. } => {
+                if let Some(addr) = self.pending.remove(connection_id) {
+                    self.failed(&addr, &error.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// True when `addr` (a bootstrap address) names this node: same TCP port as one it listens on,
+/// and either the same IP, or this machine (`localhost`, a loopback address, this host's name)
+/// while it listens on all interfaces or on loopback. The JobManager's node of a Flink cluster
+/// is its own default bootstrap; dialling itself fails the handshake and would warn every 3 s.
+/// (A name that only resolves to this host's address is not recognised: that dial fails and warns.)
+pub(crate) fn is_own_address(addr: &Multiaddr, listen: &[Multiaddr]) -> bool {
+    let mut parts = addr.iter();
+    let (Some(host), Some(Protocol::Tcp(port))) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    let this_machine = match &host {
+        Protocol::Dns(n) | Protocol::Dns4(n) | Protocol::Dns6(n) => n.eq_ignore_ascii_case("localhost") || n.eq_ignore_ascii_case(&hostname()),
+        Protocol::Ip4(ip) => ip.is_loopback() || ip.is_unspecified(),
+        Protocol::Ip6(ip) => ip.is_loopback() || ip.is_unspecified(),
+        _ => false,
+    };
+    listen.iter().any(|l| {
+        let mut lp = l.iter();
+        match (lp.next(), lp.next()) {
+            (Some(lhost), Some(Protocol::Tcp(p))) if p == port && p != 0 => {
+                let local = match &lhost {
+                    Protocol::Ip4(ip) => ip.is_loopback() || ip.is_unspecified(),
+                    Protocol::Ip6(ip) => ip.is_loopback() || ip.is_unspecified(),
+                    _ => false,
+                };
+                lhost == host || (this_machine && local)
+            }
+            _ => false,
+        }
+    })
+}
+
+pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, mut cmds: mpsc::UnboundedReceiver<Cmd>) {
+    let mut shutdown = inner.shutdown.subscribe();
+    let mut bootstrap = BootstrapDials::default();
+    bootstrap.dial_all(&mut swarm, &inner.cfg.bootstrap, &inner.cfg.listen);
     let mut tick = tokio::time::interval(Duration::from_secs(3));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -99,9 +230,8 @@ pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, m
                 // Find peers that joined elsewhere; redial the bootstrap nodes when alone.
                 let connected = swarm.connected_peers().count();
                 if connected == 0 {
-                    for addr in &inner.cfg.bootstrap {
-                        let _ = swarm.dial(addr.clone());
-                    }
+                    let listen: Vec<Multiaddr> = inner.cfg.listen.iter().chain(lock(&inner.listen_addrs).iter()).cloned().collect();
+                    bootstrap.dial_all(&mut swarm, &inner.cfg.bootstrap, &listen);
                 } else {
                     let _ = swarm.behaviour_mut().kad.bootstrap();
                 }
@@ -115,7 +245,10 @@ pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, m
                     let _ = swarm.dial(DialOpts::peer_id(p).condition(PeerCondition::DisconnectedAndNotDialing).build());
                 }
             }
-            ev = swarm.select_next_some() => handle_event(&inner, &mut swarm, ev),
+            ev = swarm.select_next_some() => {
+                bootstrap.event(&ev);
+                handle_event(&inner, &mut swarm, ev);
+            }
         }
     }
     let peers: Vec<PeerId> = swarm.connected_peers().cloned().collect();
@@ -182,5 +315,38 @@ pub(crate) fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, ev:
             tracing::warn!(from = %send_back_addr, %error, "refused an incoming connection (wrong or missing cluster key?)");
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(s: &str) -> Multiaddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn own_listen_address_is_recognised_as_bootstrap_address() {
+        let any = [a("/ip4/0.0.0.0/tcp/6130")];
+        assert!(is_own_address(&a("/dns4/localhost/tcp/6130"), &any));
+        assert!(is_own_address(&a(&format!("/dns4/{}/tcp/6130", hostname())), &any));
+        assert!(is_own_address(&a("/ip4/127.0.0.1/tcp/6130/p2p/12D3KooWHFNNSCypXdZbbJaQGsihqh2xExDVnXHL9Rx6mFKFCSuh"), &any));
+        assert!(!is_own_address(&a("/dns4/localhost/tcp/6131"), &any));
+        assert!(!is_own_address(&a("/dns4/jobmanager.example/tcp/6130"), &any));
+        assert!(!is_own_address(&a("/ip4/10.0.0.1/tcp/6130"), &any));
+        // an ephemeral listen port (0) is never a bootstrap address; a specific IP must match
+        assert!(!is_own_address(&a("/dns4/localhost/tcp/6130"), &[a("/ip4/0.0.0.0/tcp/0")]));
+        assert!(is_own_address(&a("/ip4/10.0.0.1/tcp/6130"), &[a("/ip4/10.0.0.1/tcp/6130")]));
+        assert!(!is_own_address(&a("/dns4/localhost/tcp/6130"), &[a("/ip4/10.0.0.1/tcp/6130")]));
+    }
+
+    #[test]
+    fn listen_addresses_need_an_ip_and_a_tcp_port() {
+        assert!(check_listen_addr(&a("/ip4/0.0.0.0/tcp/0")).is_ok());
+        assert!(check_listen_addr(&a("/ip6/::/tcp/7710")).is_ok());
+        let e = check_listen_addr(&a("/dns4/localhost/tcp/7710")).unwrap_err().to_string();
+        assert!(e.contains("/dns4/localhost/tcp/7710") && e.contains("/ip4/0.0.0.0/tcp/7710"), "{e}");
+        assert!(check_listen_addr(&a("/ip4/0.0.0.0/udp/7710")).is_err());
     }
 }

@@ -16,7 +16,7 @@ import java.util.Set;
  *
  * <pre>
  * java -jar integration-tests/target/integration-tests-&lt;version&gt;-all.jar
- *     [--scenario h|plain-d|plain-e|a|b|c|d|e|f] [--repo .] [--job-jar PATH]
+ *     [--scenario h|plain-d|plain-e|a|b|c|d|e|f|r] [--repo .] [--job-jar PATH]
  *     [--config key=value]... [--config-file FILE] [--lib-jar JAR]...
  *     [--kill N] [--during-checkpoint] [--id NAME] [--scale 0.2] [--duration-s 90] [--speedup 1.5] [--seed 42]
  * </pre>
@@ -58,7 +58,8 @@ public final class RunScenario {
             case "b": base = Scenario.fragstateKillTwoTaskManagers(repo); break;
             case "c": base = Scenario.fragstateKillDuringCheckpoint(repo); break;
             case "f": base = Scenario.fragstateRocksDbIncrementalKillOneTaskManager(repo); break;
-            default: throw new IllegalArgumentException("--scenario must be one of h, plain-d, plain-e, a, b, c, d, e, f"
+            case "r": base = Scenario.fragstateReadmeConfigKillOneTaskManager(repo); break;
+            default: throw new IllegalArgumentException("--scenario must be one of h, plain-d, plain-e, a, b, c, d, e, f, r"
                     + " (g, the refused setting, runs as FragstateClusterRecoveryIT#scenarioG)");
         }
         Map<String, String> config = new LinkedHashMap<>(base.flinkConfig());
@@ -92,7 +93,7 @@ public final class RunScenario {
         Scenario scenario = new Scenario(a.get("id", base.id()), base.description() + (configPairs.isEmpty()
                 && !a.has("config-file") ? "" : " + " + config), config,
                 java.util.stream.Stream.concat(base.libJars().stream(), libJars.stream().map(Path::of)).toList(), base.taskManagers(), base.parallelism(),
-                base.checkpointIntervalMs(), sim, d, base.fragstateNodes());
+                base.checkpointIntervalMs(), sim, d, base.fragstateNodes(), base.stockFlinkConfig());
 
         ScenarioRunner.Result r;
         try (ScenarioRunner runner = new ScenarioRunner(scenario, repo, jobJar)) {

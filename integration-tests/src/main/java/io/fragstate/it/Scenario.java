@@ -23,10 +23,21 @@ import java.util.Map;
  * @param fragstateNodes for {@code fragstate.mode: cluster}: standalone {@code fragstate node} storage
  *                      processes the harness starts beside the cluster (the bootstrap address of every
  *                      Flink JVM's node, and headroom); 0 otherwise
+ * @param stockFlinkConfig true: config.yaml is the distribution's own, as shipped, with {@code flinkConfig}
+ *                      appended (no harness base settings, fixed ports 6123/8081, and in cluster mode no
+ *                      {@code fragstate.listen}/{@code fragstate.bootstrap}: the plugin's defaults)
  */
 public record Scenario(String id, String description, Map<String, String> flinkConfig, List<Path> libJars,
         int taskManagers, int parallelism, long checkpointIntervalMs, Simulation simulation, Disruption disruption,
-        int fragstateNodes) {
+        int fragstateNodes, boolean stockFlinkConfig) {
+
+    /** A scenario on the harness' base settings. */
+    public Scenario(String id, String description, Map<String, String> flinkConfig, List<Path> libJars,
+            int taskManagers, int parallelism, long checkpointIntervalMs, Simulation simulation, Disruption disruption,
+            int fragstateNodes) {
+        this(id, description, flinkConfig, libJars, taskManagers, parallelism, checkpointIntervalMs, simulation,
+                disruption, fragstateNodes, false);
+    }
 
     /** A scenario without standalone fragstate nodes. */
     public Scenario(String id, String description, Map<String, String> flinkConfig, List<Path> libJars,
@@ -193,6 +204,29 @@ public record Scenario(String id, String description, Map<String, String> flinkC
                 "fragstate cluster mode, RS(2,2), failure domain per process: kill -9 one TaskManager with stateful subtasks",
                 fragstateClusterConfig(), repo,
                 Disruption.killTaskManagers(1, Trigger.AFTER_CHECKPOINTS));
+    }
+
+    /**
+     * Scenario r: what a user gets from the README. config.yaml is the Flink distribution's own as
+     * shipped ({@code jobmanager.rpc.address: localhost}, 1 slot per TaskManager) plus exactly the
+     * lines of README.md "Use it with Flink" ({@link ReadmeConfig}: the plugin as state backend,
+     * {@code fragstate.mode: cluster}, the key file — its path replaced by this run's key — and the
+     * documented single-host line {@code fragstate.failure-domain: process}); no
+     * {@code fragstate.listen}, no {@code fragstate.bootstrap}, no standalone nodes: every node
+     * bootstraps from the default {@code /dns4/localhost/tcp/6130}. The default coding RS(4,2) needs
+     * 6 nodes besides the writer, also after a TaskManager is killed: JobManager + 7 TaskManagers,
+     * the README's k + m + 1. One line is the harness's, not the README's:
+     * {@code execution.checkpointing.data-inline-threshold: 0 b}, so that the restore really fetches
+     * fragments (Flink would inline this job's small states into {@code _metadata}).
+     */
+    public static Scenario fragstateReadmeConfigKillOneTaskManager(Path repo) {
+        Map<String, String> config = ReadmeConfig.flinkLines(repo);
+        config.put("execution.checkpointing.data-inline-threshold", "0 b");
+        int taskManagers = ReadmeConfig.singleHostTaskManagers(config);
+        return new Scenario("r-fragstate-readme-config-kill-one-tm",
+                "stock Flink config.yaml + the README's fragstate lines (default bootstrap /dns4/localhost/tcp/6130, RS(4,2)): kill -9 one TaskManager",
+                config, List.of(Artifacts.pluginJar(repo)), taskManagers, 4, 2_000, defaultSimulation(),
+                Disruption.killTaskManagers(1, Trigger.AFTER_CHECKPOINTS), 0, true);
     }
 
     /** Scenario b: two TaskManagers with stateful subtasks killed at once; m = 2 fragments of every object may be lost. */

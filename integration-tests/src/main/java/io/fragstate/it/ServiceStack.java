@@ -93,12 +93,17 @@ final class ServiceStack implements AutoCloseable {
         StringBuilder yaml = new StringBuilder();
         flinkConfig.forEach((k, v) -> yaml.append(k).append(": ").append(v).append('\n'));
         Files.writeString(extraConfig, yaml.toString());
-        List<String> prepare = new ArrayList<>(List.of("prepare", flinkDir.toString(), extraConfig.toString()));
+        List<String> prepare = new ArrayList<>(List.of(scenario.stockFlinkConfig() ? "prepare-stock" : "prepare",
+                flinkDir.toString(), extraConfig.toString()));
         scenario.libJars().forEach(j -> prepare.add(j.toAbsolutePath().toString()));
         flinkStarted = true;
         try {
             Shell.bash(repo, Duration.ofMinutes(15), "ci/lib/flink-cluster.sh", prepare.toArray(String[]::new));
             startFlink();
+            if (scenario.stockFlinkConfig() && scenario.fragstateCluster()) {
+                Waits.waitFor("a fragstate node listening on the default port 6130 (the JobManager host's first)",
+                        Duration.ofSeconds(30), () -> portOpen(6130));
+            }
         } finally {
             try {
                 kafka.join();
@@ -154,6 +159,17 @@ final class ServiceStack implements AutoCloseable {
         clusterKey = fragstateDir.resolve("cluster.key");
         Path bin = fragstateBinary();
         Shell.bash(repo, Duration.ofSeconds(30), "ci/lib/fragstate-nodes.sh", "keygen", bin.toString(), clusterKey.toString());
+        if (scenario.stockFlinkConfig()) {
+            // the user's config as documented: only the key file's path is this run's; listen and
+            // bootstrap stay the plugin's defaults (port 6130, /dns4/localhost/tcp/6130)
+            if (portOpen(6130)) {
+                throw new IllegalStateException("port 6130 on 127.0.0.1 is in use, but scenario " + scenario.id()
+                        + " needs fragstate's default port for the JobManager host's node: stop what listens there"
+                        + " (another fragstate node or a run of this scenario) and run it again");
+            }
+            flinkConfig.put("fragstate.cluster-key-file", clusterKey.toString());
+            return;
+        }
         flinkConfig.putIfAbsent("fragstate.cluster-key-file", clusterKey.toString());
         flinkConfig.putIfAbsent("fragstate.listen", "/ip4/127.0.0.1/tcp/0");
         if (scenario.fragstateNodes() > 0) {
@@ -171,6 +187,16 @@ final class ServiceStack implements AutoCloseable {
         standaloneNodes = lines[lines.length - 1].strip();
         Report.step(scenario.fragstateNodes() + " standalone fragstate nodes: " + standaloneNodes);
         return standaloneNodes;
+    }
+
+    /** True when something accepts TCP connections on 127.0.0.1:{@code port}. */
+    static boolean portOpen(int port) {
+        try (java.net.Socket s = new java.net.Socket()) {
+            s.connect(new java.net.InetSocketAddress("127.0.0.1", port), 500);
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     /** True when this run started standalone fragstate nodes. */

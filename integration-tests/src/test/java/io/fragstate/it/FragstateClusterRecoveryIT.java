@@ -25,7 +25,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * networked fragstate node per JobManager/TaskManager JVM (failure domain per process, a cluster
  * key made per run with {@code fragstate keygen}) plus two standalone {@code fragstate node}
  * processes, and the same exactly-once check against the reference computation as scenario h.
- * Every fragstate scenario (a–g) runs in the default tier, i.e. in {@code ci/test.sh}.
+ * Every fragstate scenario (a–g, r) runs in the default tier, i.e. in {@code ci/test.sh}.
  */
 class FragstateClusterRecoveryIT {
 
@@ -75,6 +75,31 @@ class FragstateClusterRecoveryIT {
         Path plain = Path.of(r.runDir, "flink/checkpoints");
         assertThat(Files.exists(plain) && Files.list(plain).findAny().isPresent())
                 .as("nothing written to the plain file:// checkpoint directory").isFalse();
+    }
+
+    /**
+     * Scenario r: the README's lines on the distribution's stock config.yaml form a cluster (every
+     * node bootstraps from the default /dns4/localhost/tcp/6130), the job checkpoints through it
+     * and a kill -9 of one TaskManager is recovered with state fetched from peers.
+     */
+    @Test
+    @Timeout(value = 12, unit = TimeUnit.MINUTES)
+    void scenarioR_readmeLinesOnStockConfig_formACluster_killOneTaskManager_exactlyOnce() throws Exception {
+        Scenario scenario = Scenario.fragstateReadmeConfigKillOneTaskManager(REPO);
+        assertThat(scenario.flinkConfig()).doesNotContainKeys("fragstate.bootstrap", "fragstate.listen")
+                .containsEntry("fragstate.mode", "cluster").containsEntry("fragstate.failure-domain", "process");
+        ScenarioRunner.Result r = run(scenario);
+        RecoveryTimeline tl = r.timeline;
+        assertThat(tl.killedTaskManagers).hasSize(1);
+        assertThat(tl.statefulSubtasksOnKilled).as("the killed TaskManager ran stateful subtasks").isNotEmpty();
+        assertThat(tl.restores).as("the job restored from a checkpoint").isGreaterThanOrEqualTo(1);
+        @SuppressWarnings("unchecked")
+        Map<String, Map<String, Long>> perTm = (Map<String, Map<String, Long>>) (Map<String, ?>) r.fragstate.get("taskManagerMetrics");
+        // every node found the others through the default bootstrap: JobManager + 6 live TaskManagers
+        // (a TaskManager without a task has registered no fragstate metrics: an empty map)
+        List<Long> live = perTm.values().stream().filter(m -> m.containsKey("liveNodes")).map(m -> m.get("liveNodes")).toList();
+        assertThat(live).as("live storage nodes seen by the TaskManagers with tasks after the kill").isNotEmpty()
+                .allSatisfy(n -> assertThat(n).isEqualTo((long) scenario.taskManagers()));
     }
 
     static Stream<Arguments> killScenarios() {

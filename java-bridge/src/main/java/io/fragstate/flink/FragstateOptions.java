@@ -95,7 +95,9 @@ public final class FragstateOptions {
                     .stringType()
                     .noDefaultValue()
                     .withDescription(
-                            "Cluster mode: the multiaddr this process's node listens on. Default:"
+                            "Cluster mode: the multiaddr this process's node listens on, an IP address"
+                                    + " and a TCP port (/ip4/A/tcp/P or /ip6/A/tcp/P; a host name is refused"
+                                    + " naming the address). Default:"
                                     + " /ip4/0.0.0.0/tcp/6130 when that port is free (the first"
                                     + " process on the JobManager host, which the others bootstrap"
                                     + " from), else /ip4/0.0.0.0/tcp/0 (an ephemeral port).");
@@ -105,9 +107,12 @@ public final class FragstateOptions {
                     .stringType()
                     .noDefaultValue()
                     .withDescription(
-                            "Cluster mode: comma-separated multiaddrs of nodes to join. Default:"
-                                    + " the JobManager's node, /ip4|dns4/<jobmanager.rpc.address>"
-                                    + "/tcp/6130.");
+                            "Cluster mode: comma-separated multiaddrs of nodes to join: /ip4/A/tcp/P,"
+                                    + " /ip6/A/tcp/P or a host name /dns4|dns6|dns/HOST/tcp/P (resolved at every"
+                                    + " dial through /etc/hosts and DNS; an address that cannot be resolved or"
+                                    + " reached is logged as a WARN naming it and retried every 3 s while the"
+                                    + " node is alone). Default: the JobManager's node,"
+                                    + " /ip4|dns4/<jobmanager.rpc.address>/tcp/6130.");
 
     public static final ConfigOption<String> CLUSTER_KEY_FILE =
             ConfigOptions.key("fragstate.cluster-key-file")

@@ -7,8 +7,7 @@
 //! Waiting loops poll for a state with a generous deadline; no assertion
 //! is about speed.
 
-mod common;
-use common::payload;
+use fragstate_core::sample::noise as payload;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -1,8 +1,7 @@
 //! End-to-end tests of the write and read pipelines over the in-process mesh,
 //! with node kills, lost and corrupted fragments, slow nodes and full stores.
 
-mod common;
-use common::payload;
+use fragstate_core::sample::noise as payload;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,25 +5,14 @@ use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fragstate_core::codec::StripeCodec;
 use fragstate_core::params::{CodingParams, Compression};
-
-fn stripe_bytes(len: usize) -> Vec<u8> {
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+use fragstate_core::sample::noise;
 
 fn codec(c: &mut Criterion) {
     for (k, m) in [(4, 2), (6, 3), (10, 4)] {
         for cell in [64 * 1024u64, 1024 * 1024] {
             let params = CodingParams::new(k, m, cell, Compression::None).unwrap();
             let codec = StripeCodec::new(params).unwrap();
-            let data = stripe_bytes(params.stripe_data_len() as usize);
+            let data = noise(params.stripe_data_len() as usize, 7);
             let label = format!("RS({k},{m})/{}KiB", cell / 1024);
             let mut g = c.benchmark_group("codec");
             g.throughput(Throughput::Bytes(data.len() as u64));

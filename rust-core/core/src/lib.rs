@@ -8,6 +8,7 @@
 //! - [`codec`]: one stripe ⇄ `k + m` checksummed cells (Reed–Solomon).
 //! - [`placement`]: which live nodes hold an object's fragments.
 //! - [`delete`]: what a delete removes on a node.
+//! - [`sample`]: deterministic bytes for tests and benchmarks.
 //!
 //! The layers above: `fragstate-store` keeps fragments, `fragstate-client`
 //! runs the write/read/repair pipelines over a `Transport`, `fragstate-net`
@@ -48,5 +49,6 @@ pub mod format;
 pub mod ids;
 pub mod params;
 pub mod placement;
+pub mod sample;
 
 pub use error::{Error, Result};

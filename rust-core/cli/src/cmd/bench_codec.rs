@@ -5,8 +5,9 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 use fragstate_core::codec::StripeCodec;
 
+use fragstate_core::sample::state_like;
 use crate::args::CodingArgs;
-use crate::bench::{gbps, median, sample_bytes};
+use crate::bench::{gbps, median};
 
 pub(crate) fn bench_codec(coding: &CodingArgs, size: u64, lost: Option<usize>, repeat: usize) -> fragstate_core::Result<()> {
     let params = coding.params()?;
@@ -18,7 +19,7 @@ pub(crate) fn bench_codec(coding: &CodingArgs, size: u64, lost: Option<usize>, r
     }
     let stripe_len = params.stripe_data_len() as usize;
     let stripes = (size as usize).div_ceil(stripe_len).max(1);
-    let data = sample_bytes(stripe_len);
+    let data = state_like(stripe_len);
     println!(
         "bench codec: RS({k},{m}) cell {} B, {} stripes of {} B per run, {lost} data cells lost in 'reconstruct', median of {repeat}",
         params.cell_size(),

@@ -5,8 +5,9 @@ use std::time::{Duration, Instant};
 use fragstate_client::mesh::Mesh;
 use fragstate_client::{Client, ClientConfig};
 
+use fragstate_core::sample::state_like;
 use crate::args::CodingArgs;
-use crate::bench::{gbps, sample_bytes};
+use crate::bench::gbps;
 
 pub(crate) fn bench_mesh(coding: &CodingArgs, nodes: usize, failed: usize, size: u64, chunk: u64, threads: usize) -> fragstate_core::Result<()> {
     let params = coding.params()?;
@@ -17,7 +18,7 @@ pub(crate) fn bench_mesh(coding: &CodingArgs, nodes: usize, failed: usize, size:
     rt.block_on(async {
         let mesh = Mesh::in_memory(nodes, u64::MAX);
         let client = Client::new(mesh.clone(), ClientConfig { params, ..ClientConfig::default() })?;
-        let block = sample_bytes(chunk as usize);
+        let block = state_like(chunk as usize);
         println!(
             "bench mesh: {nodes} nodes, RS({},{}) cell {} B, object {size} B in {chunk} B writes, {failed} holders failed for the read, {threads} runtime threads",
             params.k(),

@@ -14,8 +14,8 @@ use fragstate_net::NetNode;
 
 use libp2p::Multiaddr;
 
+use fragstate_core::sample::state_like;
 use crate::args::{ClusterArgs, CodingArgs, KeyArgs, parse_bytes};
-use crate::bench::sample_bytes;
 use crate::cluster::{connect, read_and_compare, runtime, served_stream};
 
 #[derive(Args)]
@@ -119,7 +119,7 @@ pub(crate) fn bench_net(a: BenchNetArgs) -> Result<()> {
         a.size / 1_000_000,
         a.raw_size / 1_000_000
     );
-    let data = Arc::new(sample_bytes(a.size as usize));
+    let data = Arc::new(state_like(a.size as usize));
     for (name, key) in modes {
         let nodes = spawn_nodes(a.nodes, key.as_deref())?;
         let args = ClusterArgs {

@@ -15,7 +15,7 @@ use fragstate_core::ids::{FragmentKey, NodeId};
 
 use crate::membership::peer_left;
 use crate::state::{blocking, Cmd, Inner};
-use crate::wire::{self, Frame, GetCellReq, Hello, Kind, WireDelete, WireDeleteStats, WireError};
+use crate::wire::{self, Frame, GetCellReq, Hello, Kind, ListReq, WireDelete, WireDeleteStats, WireError};
 
 pub(crate) async fn accept_task(inner: Arc<Inner>, mut incoming: libp2p_stream::IncomingStreams) {
     let mut shutdown = inner.shutdown.subscribe();
@@ -135,9 +135,9 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeI
             }
         }
         Kind::List => {
-            let prefix = std::str::from_utf8(&f.body).map_err(|_| Error::protocol("frame body (prefix)", "not UTF-8"))?;
-            let r = inner.store().map(|st| st.list(prefix));
-            reply(s, r, |v| (Kind::Listing, wire::encode(&v))).await
+            let req: ListReq = wire::decode("list", &f.body)?;
+            let r = inner.store().map(|st| wire::list_page(st.list(&req.prefix), req.after.as_deref(), wire::LIST_PAGE_BYTES));
+            reply(s, r, |page| (Kind::Listing, wire::encode(&page))).await
         }
         Kind::Delete => {
             let t: WireDelete = wire::decode("delete", &f.body)?;

@@ -19,7 +19,7 @@ use fragstate_store::FragmentStore;
 use crate::node::NetNode;
 use crate::pool::{expect_kind, node_fault};
 use crate::state::{blocking, Inner};
-use crate::wire::{self, GetCellReq, Kind, WireDelete, WireDeleteStats};
+use crate::wire::{self, GetCellReq, Kind, ListPage, ListReq, WireDelete, WireDeleteStats};
 
 pub(crate) struct LocalSink {
     store: Arc<FragmentStore>,
@@ -140,9 +140,21 @@ impl Transport for NetNode {
         if node == &inner.id {
             return Ok(inner.store()?.list(prefix));
         }
-        let f = inner.request(node, Kind::List, prefix.as_bytes(), &[]).await?;
-        expect_kind(node, &f, Kind::Listing)?;
-        wire::decode("listing", &f.body).map_err(|e| node_fault(node, e))
+        // Page by page (a prefix may hold more than one frame can carry).
+        let mut all = Vec::new();
+        let mut req = ListReq { prefix: prefix.to_string(), after: None };
+        loop {
+            let f = inner.request(node, Kind::List, &wire::encode(&req), &[]).await?;
+            expect_kind(node, &f, Kind::Listing)?;
+            let page: ListPage = wire::decode("listing", &f.body).map_err(|e| node_fault(node, e))?;
+            let last = page.entries.last().map(|s| s.path.clone());
+            all.extend(page.entries);
+            match (page.more, last) {
+                (true, Some(last)) if req.after.as_ref().is_none_or(|a| &last > a) => req.after = Some(last),
+                (true, _) => return Err(node_fault(node, "listing page made no progress")),
+                (false, _) => return Ok(all),
+            }
+        }
     }
 
     async fn delete(&self, node: &NodeId, target: &DeleteTarget) -> Result<DeleteStats> {

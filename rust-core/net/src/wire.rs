@@ -16,7 +16,7 @@ use futures::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use serde::{Deserialize, Serialize};
 
 use fragstate_core::error::{Error, Result};
-use fragstate_core::format::{CellFrame, CELL_FRAME_HEADER_LEN, MAX_ENVELOPE_BODY};
+use fragstate_core::format::{CellFrame, ObjectSummary, CELL_FRAME_HEADER_LEN, MAX_ENVELOPE_BODY};
 use fragstate_core::ids::WriteId;
 use fragstate_core::params::MAX_CELL_SIZE;
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
@@ -228,7 +228,45 @@ pub struct Hello {
     pub tombstones: Vec<Tombstone>,
 }
 
-pub const PROTOCOL_VERSION: u32 = 1;
+/// 2: `List` is paged ([`ListReq`], [`ListPage`]).
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// A `List` request: committed objects under `prefix` whose path sorts after
+/// `after` (the last path of the previous page; `None` for the first).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListReq {
+    pub prefix: String,
+    pub after: Option<String>,
+}
+
+/// One page of a listing; `more` says another page follows after the last entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListPage {
+    pub entries: Vec<ObjectSummary>,
+    pub more: bool,
+}
+
+/// Encoded bytes of a listing page at most, well below the frame limit
+/// ([`MAX_CONTROL_BODY`]), so that a prefix of any size lists in pages.
+pub const LIST_PAGE_BYTES: usize = 4 << 20;
+
+/// The page of `sorted` (summaries in path order) after `after`: as many
+/// entries as fit in `budget` encoded bytes (at least one).
+pub fn list_page(sorted: Vec<ObjectSummary>, after: Option<&str>, budget: usize) -> ListPage {
+    let mut entries = Vec::new();
+    let mut bytes = 16; // list length + flag
+    let mut rest = sorted.into_iter().filter(|s| after.is_none_or(|a| s.path.as_str() > a)).peekable();
+    while let Some(s) = rest.peek() {
+        // path length prefix + path + length + time + write id
+        let size = 8 + s.path.len() + 8 + 8 + 16;
+        if !entries.is_empty() && bytes + size > budget {
+            break;
+        }
+        bytes += size;
+        entries.push(rest.next().expect("peeked"));
+    }
+    ListPage { more: rest.peek().is_some(), entries }
+}
 
 #[derive(Serialize, Deserialize)]
 pub struct GetCellReq {
@@ -407,6 +445,30 @@ mod tests {
         assert!(is_protocol_violation(&block(read_frame(&mut Cursor::new(head), Some(4096))).err().unwrap()));
         // Finish carries no body.
         assert!(block(read_frame(&mut Cursor::new(vec![1, 0, 0, 0, Kind::Finish as u8, 0]), None)).is_err());
+    }
+
+    #[test]
+    fn listings_page_within_the_budget_and_lose_nothing() {
+        let all: Vec<ObjectSummary> =
+            (0..1000).map(|i| ObjectSummary { path: format!("job/shared/{i:05}"), length: i, created_unix_ms: 1, write_id: 7 }).collect();
+        let budget = 4096;
+        let (mut got, mut after, mut pages) = (Vec::new(), None::<String>, 0);
+        loop {
+            let page = list_page(all.clone(), after.as_deref(), budget);
+            assert!(encode(&page).len() <= budget, "page {pages}: {} bytes", encode(&page).len());
+            pages += 1;
+            after = page.entries.last().map(|s| s.path.clone());
+            got.extend(page.entries);
+            if !page.more {
+                break;
+            }
+        }
+        assert_eq!(got, all);
+        assert!(pages > 10, "{pages} pages");
+        // One entry larger than the budget still makes progress.
+        let big = vec![ObjectSummary { path: "x".repeat(10_000), length: 1, created_unix_ms: 1, write_id: 1 }];
+        let page = list_page(big.clone(), None, budget);
+        assert_eq!((page.entries, page.more), (big, false));
     }
 
     #[test]

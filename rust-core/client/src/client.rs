@@ -14,6 +14,7 @@ use fragstate_core::error::{Error, Result};
 use fragstate_core::format::{Manifest, ObjectSummary};
 use fragstate_core::params::CodingParams;
 use fragstate_core::ids::now_unix_ms;
+use fragstate_core::version::WriteVersion;
 use crate::config::ClientConfig;
 use crate::ctx::{bump, broadcast_delete, timed, Counters, Ctx};
 use crate::reader::ObjectReader;
@@ -42,6 +43,9 @@ pub struct ClientStats {
     /// live storage nodes or failure domains. Each failed its write (a Flink
     /// checkpoint then fails; nothing is written with less redundancy).
     pub placement_failures: u64,
+    /// Writes that lost to a newer write of the same path that committed
+    /// first (FORMAT.md, "Versions of a path"); their close still succeeds.
+    pub writes_superseded: u64,
     /// Distinct nodes that served at least one cell (how widely restores spread).
     pub peers_fetched_from: u64,
 }
@@ -81,7 +85,7 @@ impl Client {
         }
         // The new version must order after the one it replaces, even within
         // one millisecond or with a clock that went back.
-        let created = existing.map_or(0, |m| m.created_unix_ms + 1).max(now_unix_ms());
+        let created = WriteVersion::next_created(existing.map(|m| m.created_unix_ms), now_unix_ms(), path)?;
         ObjectWriter::start(self.ctx.clone(), path, params, overwrite, created).await
     }
 
@@ -200,6 +204,7 @@ impl Client {
             fragments_replaced: g(&c.fragments_replaced),
             fragments_repaired: g(&c.fragments_repaired),
             placement_failures: g(&c.placement_failures),
+            writes_superseded: g(&c.writes_superseded),
             peers_fetched_from: c.fetch_sources.lock().unwrap_or_else(|p| p.into_inner()).len() as u64,
         }
     }

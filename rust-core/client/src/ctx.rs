@@ -33,6 +33,8 @@ pub(crate) struct Counters {
     pub failed_requests: AtomicU64,
     pub fragments_replaced: AtomicU64,
     pub fragments_repaired: AtomicU64,
+    /// Writes that lost to a newer write of the same path committed first.
+    pub writes_superseded: AtomicU64,
     /// Writes (or fragment replacements) that found too few live nodes.
     pub placement_failures: AtomicU64,
     /// Nodes that served at least one cell to this client.

@@ -19,6 +19,7 @@ use crate::transport::{FragmentSink, Transport};
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
 use fragstate_core::ids::NodeId;
 use fragstate_core::placement::NodeInfo;
+use fragstate_core::version::ManifestPut;
 
 struct MeshNode {
     id: NodeId,
@@ -169,7 +170,7 @@ impl Transport for Mesh {
         n.store.get_cell(key, stripe)
     }
 
-    async fn put_manifest(&self, node: &NodeId, manifest: Arc<Manifest>) -> Result<()> {
+    async fn put_manifest(&self, node: &NodeId, manifest: Arc<Manifest>) -> Result<ManifestPut> {
         let n = self.node(node)?;
         n.enter().await?;
         n.store.put_manifest(manifest)

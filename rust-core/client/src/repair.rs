@@ -18,6 +18,7 @@ use crate::reader::FragmentSet;
 use crate::transport::FragmentSink;
 use fragstate_core::ids::NodeId;
 use fragstate_core::placement::NodeInfo;
+use fragstate_core::version::{self, ManifestPut, WriteVersion};
 
 /// One object's fragments while they are being written or repaired.
 pub(crate) struct Fragments<'a> {
@@ -135,8 +136,12 @@ pub(crate) async fn repair_object(ctx: &Ctx, manifest: Arc<Manifest>) -> Result<
         replace_finished_fragment(ctx, &path, &manifest, &codec, &mut holders, i, &mut avoid).await?;
         bump(&ctx.counters.fragments_repaired, 1);
     }
-    let new = Manifest { holders, revision: manifest.revision + 1, ..(*manifest).clone() };
-    publish_manifest(ctx, new, &codec, &mut avoid).await?;
+    let new = Manifest { holders, revision: version::next_revision(manifest.revision, &manifest.path)?, ..(*manifest).clone() };
+    if let Published::Superseded { by, .. } = publish_manifest(ctx, new, &codec, &mut avoid).await? {
+        // Overwritten while we repaired: the rebuilt fragments belong to an
+        // old version, which the new write deletes (or reclaim removes).
+        tracing::info!(path = %manifest.path, newer = ?by, "object overwritten during its repair");
+    }
     Ok(lost.len())
 }
 
@@ -176,19 +181,37 @@ async fn replace_finished_fragment(
     }
 }
 
+/// What publishing a manifest achieved.
+pub(crate) enum Published {
+    /// Every holder stores it: the object is readable.
+    Visible(Arc<Manifest>),
+    /// A holder keeps a newer write of the same path (`by`): this version is
+    /// replaced already and its fragments are garbage.
+    Superseded { manifest: Arc<Manifest>, by: WriteVersion },
+}
+
 /// Stores the manifest on every holder. A holder that fails to take it has
 /// lost its fragment as far as readers know, so that fragment is rebuilt on
 /// another node and a new revision published, until every holder has it.
-pub(crate) async fn publish_manifest(ctx: &Ctx, mut m: Manifest, codec: &StripeCodec, avoid: &mut HashSet<NodeId>) -> Result<Arc<Manifest>> {
+pub(crate) async fn publish_manifest(ctx: &Ctx, mut m: Manifest, codec: &StripeCodec, avoid: &mut HashSet<NodeId>) -> Result<Published> {
     let path: Arc<str> = Arc::from(m.path.as_str());
     // Each round either succeeds or moves at least one fragment to a node
     // never used before, so the live node count bounds the rounds.
     for _ in 0..=ctx.transport.live_nodes().len() {
         let arc = Arc::new(m.clone());
         let answers = join_all(m.holders.iter().map(|h| ctx.transport.put_manifest(h, arc.clone()))).await;
-        let failed: Vec<(usize, Error)> = answers.into_iter().enumerate().filter_map(|(i, r)| r.err().map(|e| (i, e))).collect();
+        let mut failed: Vec<(usize, Error)> = Vec::new();
+        for (i, a) in answers.into_iter().enumerate() {
+            match a {
+                // A newer write of the path is there: ours lost (FORMAT.md, "Versions of a path").
+                Ok(ManifestPut::KeptNewer(by)) if by.write_id != m.write_id => return Ok(Published::Superseded { manifest: arc, by }),
+                // Stored, or a later revision of this same write (a concurrent repair) is there.
+                Ok(_) => {}
+                Err(e) => failed.push((i, e)),
+            }
+        }
         if failed.is_empty() {
-            return Ok(arc);
+            return Ok(Published::Visible(arc));
         }
         let mut holders = m.holders.clone();
         for (i, e) in failed {
@@ -201,7 +224,7 @@ pub(crate) async fn publish_manifest(ctx: &Ctx, mut m: Manifest, codec: &StripeC
             bump(&ctx.counters.fragments_replaced, 1);
         }
         m.holders = holders;
-        m.revision += 1;
+        m.revision = version::next_revision(m.revision, &m.path)?;
     }
     Err(Error::InvalidState { path: m.path.clone(), reason: "manifest could not be stored on a stable set of holders".into() })
 }

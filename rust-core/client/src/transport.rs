@@ -12,6 +12,7 @@ use fragstate_core::error::Result;
 use fragstate_core::format::{FragmentHeader, Manifest, ObjectSummary};
 use fragstate_core::ids::{FragmentKey, NodeId};
 use fragstate_core::placement::NodeInfo;
+use fragstate_core::version::ManifestPut;
 
 /// One node's operations, as seen from a client.
 #[async_trait]
@@ -25,8 +26,9 @@ pub trait Transport: Send + Sync + 'static {
     /// One cell of one fragment, as stored (the caller verifies its checksum).
     async fn get_cell(&self, node: &NodeId, key: &FragmentKey, stripe: u32) -> Result<Bytes>;
 
-    /// Stores (or replaces) the manifest of `manifest.path` on `node`.
-    async fn put_manifest(&self, node: &NodeId, manifest: Arc<Manifest>) -> Result<()>;
+    /// Stores (or replaces) the manifest of `manifest.path` on `node`, unless
+    /// the node holds a newer copy of the path ([`ManifestPut::KeptNewer`]).
+    async fn put_manifest(&self, node: &NodeId, manifest: Arc<Manifest>) -> Result<ManifestPut>;
 
     async fn get_manifest(&self, node: &NodeId, path: &str) -> Result<Option<Arc<Manifest>>>;
 

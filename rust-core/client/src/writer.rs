@@ -17,7 +17,7 @@ use fragstate_core::error::{Error, Result};
 use fragstate_core::format::{self, Manifest, StripeInfo};
 use fragstate_core::ids::WriteId;
 use fragstate_core::params::CodingParams;
-use crate::repair::{publish_manifest, Fragments};
+use crate::repair::{publish_manifest, Fragments, Published};
 use crate::transport::FragmentSink;
 use fragstate_core::delete::DeleteTarget;
 use fragstate_core::ids::NodeId;
@@ -252,9 +252,22 @@ impl ObjectWriter {
             writer: self.ctx.cfg.writer_id.clone(),
         };
         let mut avoid = self.failed.clone();
-        let manifest = publish_manifest(&self.ctx, manifest, &self.codec, &mut avoid).await?;
+        let manifest = match publish_manifest(&self.ctx, manifest, &self.codec, &mut avoid).await? {
+            Published::Visible(m) => m,
+            Published::Superseded { manifest, by } => {
+                // A newer write of the path committed first. Ours is ordered
+                // before it, so the close succeeds; its fragments are garbage.
+                tracing::info!(path = %self.path, newer = ?by, "a newer write of the path committed first; this write is superseded");
+                bump(&self.ctx.counters.writes_superseded, 1);
+                let own = DeleteTarget::Write { path: self.path.to_string(), write_id: self.write_id };
+                if let Err(e) = broadcast_delete(&self.ctx, &own).await {
+                    tracing::warn!(path = %self.path, error = %e, "superseded write not deleted; it is reclaimed later");
+                }
+                return Ok(manifest);
+            }
+        };
         if self.overwrite {
-            let target = DeleteTarget::OtherWrites { path: self.path.to_string(), keep: self.write_id };
+            let target = DeleteTarget::OlderWrites { path: self.path.to_string(), newest: manifest.write_version() };
             if let Err(e) = broadcast_delete(&self.ctx, &target).await {
                 tracing::warn!(path = %self.path, error = %e, "older versions not deleted; they are reclaimed later");
             }

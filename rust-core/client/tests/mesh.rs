@@ -15,33 +15,8 @@ use fragstate_core::params::{CodingParams, Compression};
 use fragstate_core::Error;
 use proptest::prelude::*;
 
-const CELL: u64 = 4096;
-
-fn params(k: usize, m: usize) -> CodingParams {
-    CodingParams::new(k, m, CELL, Compression::None).unwrap()
-}
-
-fn client(mesh: &Arc<Mesh>, p: CodingParams) -> Client {
-    let cfg = ClientConfig { params: p, hedge: p.m().min(1), ..ClientConfig::default() };
-    Client::new(mesh.clone(), cfg).unwrap()
-}
-
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
-}
-
-async fn write(c: &Client, path: &str, data: &[u8], chunk: usize) -> Arc<fragstate_core::format::Manifest> {
-    let mut w = c.create(path, false).await.unwrap();
-    for part in data.chunks(chunk.max(1)) {
-        w.write(part).await.unwrap();
-    }
-    w.close().await.unwrap()
-}
-
-async fn read(c: &Client, path: &str) -> fragstate_core::Result<Vec<u8>> {
-    c.open(path).await?.read_to_end().await
-}
+mod common;
+use common::{client, params, read, rt, write, CELL};
 
 #[test]
 fn round_trip_at_stripe_boundaries() {
@@ -359,30 +334,6 @@ fn a_read_fetches_from_every_data_holder() {
         assert!(s.cells_fetched >= 8 * 4, "{s:?}");
         // k = 4 cells of every stripe come from 4 different holders
         assert!(s.peers_fetched_from >= 4, "{s:?}");
-    });
-}
-
-#[test]
-fn overwrite_semantics() {
-    rt().block_on(async {
-        let mesh = Mesh::in_memory(8, u64::MAX);
-        let c = client(&mesh, params(4, 2));
-        write(&c, "p/_metadata", b"first", 10).await;
-        let e = c.create("p/_metadata", false).await.err().unwrap();
-        assert!(matches!(e, Error::AlreadyExists { .. }), "{e}");
-        let mut w = c.create("p/_metadata", true).await.unwrap();
-        w.write(b"second version").await.unwrap();
-        // Until the new version commits, readers see the old one.
-        assert_eq!(read(&c, "p/_metadata").await.unwrap(), b"first");
-        let man = w.close().await.unwrap();
-        assert_eq!(read(&c, "p/_metadata").await.unwrap(), b"second version");
-        // Only the new write's fragments remain.
-        let held: usize = mesh
-            .node_ids()
-            .iter()
-            .map(|n| mesh.store(n).unwrap().fragment_keys().iter().filter(|k| k.write_id != man.write_id).count())
-            .sum();
-        assert_eq!(held, 0);
     });
 }
 

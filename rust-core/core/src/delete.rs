@@ -1,6 +1,7 @@
 //! What a delete removes on one node, and what it removed.
 
 use crate::ids::WriteId;
+use crate::version::WriteVersion;
 
 /// What a delete removes on one node.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,23 +17,25 @@ pub enum DeleteTarget {
         /// The write whose fragments and manifest are removed.
         write_id: WriteId,
     },
-    /// Every version of a path except this write (after an overwrite commits).
-    OtherWrites {
+    /// The versions of a path older than `newest` (after an overwrite
+    /// commits). Newer writes still in progress are left alone: they will
+    /// replace `newest` in turn.
+    OlderWrites {
         /// Path of the object.
         path: String,
-        /// The write that stays (the one that just committed).
-        keep: WriteId,
+        /// The write that just committed; it and newer writes stay.
+        newest: WriteVersion,
     },
 }
 
 impl DeleteTarget {
-    /// True when the delete covers the write `write_id` of `path`.
-    pub fn matches(&self, path: &str, write_id: WriteId) -> bool {
+    /// True when the delete covers the write `version` of `path`.
+    pub fn matches(&self, path: &str, version: WriteVersion) -> bool {
         match self {
             DeleteTarget::Path(p) => path == p,
             DeleteTarget::Prefix(p) => path.starts_with(p.as_str()),
-            DeleteTarget::Write { path: p, write_id: w } => path == p && write_id == *w,
-            DeleteTarget::OtherWrites { path: p, keep } => path == p && write_id != *keep,
+            DeleteTarget::Write { path: p, write_id: w } => path == p && version.write_id == *w,
+            DeleteTarget::OlderWrites { path: p, newest } => path == p && version < *newest,
         }
     }
 }
@@ -56,3 +59,20 @@ impl std::ops::AddAssign for DeleteStats {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_overwrite_deletes_only_older_versions() {
+        let v = |t, w| WriteVersion { created_unix_ms: t, write_id: w };
+        let t = DeleteTarget::OlderWrites { path: "a".into(), newest: v(10, 5) };
+        assert!(t.matches("a", v(9, 9)));
+        assert!(t.matches("a", v(10, 4)));
+        assert!(!t.matches("a", v(10, 5)), "the committed write itself stays");
+        assert!(!t.matches("a", v(10, 6)), "a newer write in progress stays");
+        assert!(!t.matches("a", v(11, 0)));
+        assert!(!t.matches("b", v(1, 1)));
+    }
+}

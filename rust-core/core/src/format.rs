@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::params::CodingParams;
 use crate::ids::{FragmentKey, NodeId, WriteId};
+use crate::version::WriteVersion;
 
 /// First four bytes of a manifest envelope.
 pub const MANIFEST_MAGIC: [u8; 4] = *b"FSMF";
@@ -92,8 +93,13 @@ impl Manifest {
     }
 
     /// Orders copies of a path's manifest: newer writes first, then later repairs.
-    pub fn version_key(&self) -> (u64, WriteId, u32) {
-        (self.created_unix_ms, self.write_id, self.revision)
+    pub fn version_key(&self) -> (WriteVersion, u32) {
+        (self.write_version(), self.revision)
+    }
+
+    /// Which write of the path this is ([`crate::version`]).
+    pub fn write_version(&self) -> WriteVersion {
+        WriteVersion { created_unix_ms: self.created_unix_ms, write_id: self.write_id }
     }
 
     /// Checks the invariants that the reader relies on, so that a garbled or
@@ -173,6 +179,11 @@ pub struct FragmentHeader {
 }
 
 impl FragmentHeader {
+    /// Which write of the path the fragment belongs to.
+    pub fn write_version(&self) -> WriteVersion {
+        WriteVersion { created_unix_ms: self.created_unix_ms, write_id: self.write_id }
+    }
+
     /// The key a store indexes this fragment by.
     pub fn key(&self) -> FragmentKey {
         FragmentKey {

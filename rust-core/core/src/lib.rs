@@ -8,6 +8,7 @@
 //! - [`codec`]: one stripe ⇄ `k + m` checksummed cells (Reed–Solomon).
 //! - [`placement`]: which live nodes hold an object's fragments.
 //! - [`delete`]: what a delete removes on a node.
+//! - [`version`]: how the versions of one path are ordered (overwrites).
 //! - [`sample`]: deterministic bytes for tests and benchmarks.
 //!
 //! The layers above: `fragstate-store` keeps fragments, `fragstate-client`
@@ -50,5 +51,6 @@ pub mod ids;
 pub mod params;
 pub mod placement;
 pub mod sample;
+pub mod version;
 
 pub use error::{Error, Result};

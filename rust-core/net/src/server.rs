@@ -124,7 +124,7 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeI
         Kind::PutManifest => {
             let m = format::decode_manifest(&f.body).map_err(|e| Error::protocol("frame body (manifest)", e.to_string()))?;
             let r = inner.store().and_then(|st| blocking(|| st.put_manifest(Arc::new(m))));
-            reply(s, r, |_| (Kind::Ok, vec![])).await
+            reply(s, r, |put| (Kind::ManifestPut, wire::encode(&put))).await
         }
         Kind::GetManifest => {
             let path = std::str::from_utf8(&f.body).map_err(|_| Error::protocol("frame body (path)", "not UTF-8"))?;

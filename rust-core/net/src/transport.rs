@@ -14,6 +14,7 @@ use fragstate_core::error::{Error, Result};
 use fragstate_core::format::{self, CellFrame, FragmentHeader, Manifest, ObjectSummary};
 use fragstate_core::ids::{FragmentKey, NodeId};
 use fragstate_core::placement::NodeInfo;
+use fragstate_core::version::ManifestPut;
 use fragstate_store::FragmentStore;
 
 use crate::node::NetNode;
@@ -106,14 +107,15 @@ impl Transport for NetNode {
         Ok(cell)
     }
 
-    async fn put_manifest(&self, node: &NodeId, manifest: Arc<Manifest>) -> Result<()> {
+    async fn put_manifest(&self, node: &NodeId, manifest: Arc<Manifest>) -> Result<ManifestPut> {
         let inner = &self.inner;
         if node == &inner.id {
             let store = inner.store()?;
             return blocking(|| store.put_manifest(manifest));
         }
         let f = inner.request(node, Kind::PutManifest, &format::encode_manifest(&manifest), &[]).await?;
-        expect_kind(node, &f, Kind::Ok)
+        expect_kind(node, &f, Kind::ManifestPut)?;
+        wire::decode("manifest put", &f.body).map_err(|e| node_fault(node, e))
     }
 
     async fn get_manifest(&self, node: &NodeId, path: &str) -> Result<Option<Arc<Manifest>>> {

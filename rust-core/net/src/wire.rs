@@ -21,6 +21,7 @@ use fragstate_core::ids::WriteId;
 use fragstate_core::params::MAX_CELL_SIZE;
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
 use fragstate_core::ids::NodeId;
+use fragstate_core::version::WriteVersion;
 
 /// length (4) + kind (1).
 pub const FRAME_HEADER_LEN: usize = 5;
@@ -55,6 +56,8 @@ pub enum Kind {
     Deleted = 70,
     Stats = 71,
     HelloReply = 72,
+    /// Answer to `PutManifest`: a [`fragstate_core::version::ManifestPut`].
+    ManifestPut = 73,
 }
 
 impl Kind {
@@ -82,6 +85,7 @@ impl Kind {
             70 => Deleted,
             71 => Stats,
             72 => HelloReply,
+            73 => ManifestPut,
             _ => return None,
         })
     }
@@ -229,7 +233,7 @@ pub struct Hello {
 }
 
 /// 2: `List` is paged ([`ListReq`], [`ListPage`]).
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// A `List` request: committed objects under `prefix` whose path sorts after
 /// `after` (the last path of the previous page; `None` for the first).
@@ -281,7 +285,7 @@ pub enum WireDelete {
     Path(String),
     Prefix(String),
     Write { path: String, write_id: WriteId },
-    OtherWrites { path: String, keep: WriteId },
+    OlderWrites { path: String, newest: WriteVersion },
 }
 
 impl From<&DeleteTarget> for WireDelete {
@@ -290,7 +294,7 @@ impl From<&DeleteTarget> for WireDelete {
             DeleteTarget::Path(p) => WireDelete::Path(p.clone()),
             DeleteTarget::Prefix(p) => WireDelete::Prefix(p.clone()),
             DeleteTarget::Write { path, write_id } => WireDelete::Write { path: path.clone(), write_id: *write_id },
-            DeleteTarget::OtherWrites { path, keep } => WireDelete::OtherWrites { path: path.clone(), keep: *keep },
+            DeleteTarget::OlderWrites { path, newest } => WireDelete::OlderWrites { path: path.clone(), newest: *newest },
         }
     }
 }
@@ -301,7 +305,7 @@ impl From<WireDelete> for DeleteTarget {
             WireDelete::Path(p) => DeleteTarget::Path(p),
             WireDelete::Prefix(p) => DeleteTarget::Prefix(p),
             WireDelete::Write { path, write_id } => DeleteTarget::Write { path, write_id },
-            WireDelete::OtherWrites { path, keep } => DeleteTarget::OtherWrites { path, keep },
+            WireDelete::OlderWrites { path, newest } => DeleteTarget::OlderWrites { path, newest },
         }
     }
 }

@@ -78,6 +78,7 @@ pub(crate) fn load_fragment(path: &Path, id: u64) -> Result<Fragment> {
         file: Some(FragmentFile { id, path: path.to_path_buf(), writer: None }),
         end: scan.end,
         appending: false,
+        uploading: false,
     })
 }
 

@@ -24,6 +24,7 @@ use bytes::Bytes;
 use fragstate_core::error::{Error, Result};
 use fragstate_core::format::{self, FragmentHeader, Manifest, ObjectSummary};
 use fragstate_core::ids::FragmentKey;
+use fragstate_core::version::ManifestPut;
 use xxhash_rust::xxh3::xxh3_128;
 
 mod append;
@@ -121,6 +122,9 @@ pub(crate) struct Fragment {
     /// An append is writing after the last whole cell: no other append of
     /// this fragment may start until it is done or undone.
     appending: bool,
+    /// Between `begin_fragment` and `finish_fragment` (false once loaded
+    /// from disk: a restart ends every upload).
+    uploading: bool,
 }
 
 #[derive(Default)]
@@ -316,14 +320,14 @@ impl FragmentStore {
             }
         };
         let fragment =
-            Fragment { header: header.clone(), cells: Vec::new(), bytes: 0, last_active: SystemTime::now(), file, end, appending: false };
+            Fragment { header: header.clone(), cells: Vec::new(), bytes: 0, last_active: SystemTime::now(), file, end, appending: false, uploading: true };
         st.fragments.insert(key.clone(), fragment);
         drop(st);
         // The new file's directory entry: without it a power loss could lose
         // the file whose cells were synced and acknowledged.
         if let Some(Disk { root, fsync: true, .. }) = self.disk() {
             if let Err(e) = fsync_dir(&root.join("fragments")) {
-                self.remove_where(|k| *k == key, |_| false)?;
+                self.remove_where(|k, _| *k == key, |_| false)?;
                 return Err(e);
             }
         }
@@ -340,6 +344,7 @@ impl FragmentStore {
                 reason: format!("fragment {} not started on node {}", key.index, self.node),
             })?;
             f.last_active = SystemTime::now();
+            f.uploading = false;
             f.file.as_mut().map(|file| FragmentFile { writer: file.writer.take(), ..file.clone() })
         };
         if let (Some(file), Some(Disk { fsync: true, .. })) = (file, self.disk()) {
@@ -373,11 +378,14 @@ impl FragmentStore {
     }
 
     /// Stores a manifest unless a newer copy (see [`Manifest::version_key`]) is already held.
-    pub fn put_manifest(&self, m: Arc<Manifest>) -> Result<()> {
+    /// Stores `m` unless this node holds a newer copy of its path (a newer
+    /// write, or a later revision of the same write): then the newer copy
+    /// stays and the answer names it, so the writer knows it lost.
+    pub fn put_manifest(&self, m: Arc<Manifest>) -> Result<ManifestPut> {
         let _io = lock(&self.manifest_io);
         if let Some(old) = lock(&self.state).manifests.get(&m.path) {
             if old.version_key() > m.version_key() {
-                return Ok(());
+                return Ok(ManifestPut::KeptNewer(old.write_version()));
             }
         }
         if let Some(Disk { root, fsync, .. }) = self.disk() {
@@ -400,7 +408,7 @@ impl FragmentStore {
             }
         }
         lock(&self.state).manifests.insert(m.path.clone(), m);
-        Ok(())
+        Ok(ManifestPut::Stored)
     }
 
     pub fn get_manifest(&self, path: &str) -> Option<Arc<Manifest>> {

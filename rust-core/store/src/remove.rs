@@ -12,11 +12,18 @@ use fragstate_core::error::{Error, Result};
 use fragstate_core::format::Manifest;
 use fragstate_core::ids::FragmentKey;
 
-use crate::{lock, path_hash, CellSlot, FragmentStore};
+use crate::{lock, path_hash, CellSlot, Fragment, FragmentStore};
 
 impl FragmentStore {
     pub fn delete(&self, target: &DeleteTarget) -> Result<DeleteStats> {
-        self.remove_where(|k| target.matches(&k.path, k.write_id), |m| target.matches(&m.path, m.write_id))
+        // A committed overwrite leaves uploads in progress alone: the older
+        // writer learns when it publishes that it lost, and deletes its own
+        // fragments (FORMAT.md, "Versions of a path"); a dead one's are reclaimed.
+        let spare_uploads = matches!(target, DeleteTarget::OlderWrites { .. });
+        self.remove_where(
+            |k, f| !(spare_uploads && f.uploading) && target.matches(&k.path, f.header.write_version()),
+            |m| target.matches(&m.path, m.write_version()),
+        )
     }
 
     /// Removes fragments that no manifest commits and that have been idle —
@@ -34,12 +41,12 @@ impl FragmentStore {
                 .map(|(k, _)| k.clone())
                 .collect()
         };
-        self.remove_where(|k| idle_uncommitted.contains(k), |_| false)
+        self.remove_where(|k, _| idle_uncommitted.contains(k), |_| false)
     }
 
     /// Fault injection: forgets one fragment, as if its disk sector were gone.
     pub fn drop_fragment(&self, key: &FragmentKey) -> Result<DeleteStats> {
-        self.remove_where(|k| k == key, |_| false)
+        self.remove_where(|k, _| k == key, |_| false)
     }
 
     /// Fault injection: flips one byte of a stored cell (in memory or on disk).
@@ -75,13 +82,13 @@ impl FragmentStore {
         Ok(())
     }
 
-    pub(crate) fn remove_where(&self, frag: impl Fn(&FragmentKey) -> bool, manifest: impl Fn(&Manifest) -> bool) -> Result<DeleteStats> {
+    pub(crate) fn remove_where(&self, frag: impl Fn(&FragmentKey, &Fragment) -> bool, manifest: impl Fn(&Manifest) -> bool) -> Result<DeleteStats> {
         let _io = lock(&self.manifest_io);
         let mut stats = DeleteStats::default();
         let mut files = Vec::new();
         {
             let mut st = lock(&self.state);
-            let keys: Vec<FragmentKey> = st.fragments.keys().filter(|k| frag(k)).cloned().collect();
+            let keys: Vec<FragmentKey> = st.fragments.iter().filter(|(k, f)| frag(k, f)).map(|(k, _)| k.clone()).collect();
             for k in keys {
                 let f = st.fragments.remove(&k).unwrap();
                 st.used -= f.bytes;

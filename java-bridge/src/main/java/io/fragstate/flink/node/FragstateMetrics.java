@@ -58,6 +58,7 @@ public final class FragstateMetrics {
                     Map.entry("fragmentsReplaced", "/client/fragmentsReplaced"),
                     Map.entry("fragmentsRepaired", "/client/fragmentsRepaired"),
                     Map.entry("placementFailures", "/client/placementFailures"),
+                    Map.entry("writesSuperseded", "/client/writesSuperseded"),
                     Map.entry("objectsDegraded", "/network/objectsDegraded"),
                     Map.entry("bytesToRepair", "/network/bytesToRepair"),
                     Map.entry("objectsRepaired", "/network/objectsRepaired"),

@@ -15,6 +15,7 @@ use fragstate_core::format::{Manifest, ObjectSummary};
 use fragstate_core::params::CodingParams;
 use fragstate_core::ids::now_unix_ms;
 use fragstate_core::version::WriteVersion;
+use crate::buffers::StripeBuffers;
 use crate::config::ClientConfig;
 use crate::ctx::{bump, broadcast_delete, timed, Counters, Ctx};
 use crate::reader::ObjectReader;
@@ -46,6 +47,9 @@ pub struct ClientStats {
     /// Writes that lost to a newer write of the same path that committed
     /// first (FORMAT.md, "Versions of a path"); their close still succeeds.
     pub writes_superseded: u64,
+    /// Stripe buffers reused from earlier stripes / freshly allocated (`buffers.rs`).
+    pub stripe_buffers_reused: u64,
+    pub stripe_buffers_allocated: u64,
     /// Distinct nodes that served at least one cell (how widely restores spread).
     pub peers_fetched_from: u64,
 }
@@ -59,7 +63,7 @@ impl Client {
     pub fn new(transport: Arc<dyn Transport>, cfg: ClientConfig) -> Result<Self> {
         cfg.validate()?;
         let requests = Semaphore::new(cfg.max_inflight_requests);
-        Ok(Client { ctx: Arc::new(Ctx { transport, cfg, requests, counters: Counters::default() }) })
+        Ok(Client { ctx: Arc::new(Ctx { transport, cfg, requests, counters: Counters::default(), stripe_buffers: StripeBuffers::default() }) })
     }
 
     pub fn config(&self) -> &ClientConfig {
@@ -205,6 +209,8 @@ impl Client {
             fragments_repaired: g(&c.fragments_repaired),
             placement_failures: g(&c.placement_failures),
             writes_superseded: g(&c.writes_superseded),
+            stripe_buffers_reused: g(&self.ctx.stripe_buffers.reused),
+            stripe_buffers_allocated: g(&self.ctx.stripe_buffers.allocated),
             peers_fetched_from: c.fetch_sources.lock().unwrap_or_else(|p| p.into_inner()).len() as u64,
         }
     }

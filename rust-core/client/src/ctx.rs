@@ -16,6 +16,7 @@ use fragstate_core::ids::NodeId;
 use fragstate_core::params::CodingParams;
 use fragstate_core::placement::{self, Placement};
 
+use crate::buffers::StripeBuffers;
 use crate::config::ClientConfig;
 use crate::transport::Transport;
 
@@ -50,6 +51,7 @@ pub(crate) struct Ctx {
     pub cfg: ClientConfig,
     pub requests: Semaphore,
     pub counters: Counters,
+    pub stripe_buffers: StripeBuffers,
 }
 
 impl Ctx {

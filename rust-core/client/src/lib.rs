@@ -4,12 +4,13 @@
 //! over the in-process [`mesh`] and over the network (`fragstate-net`).
 //!
 //! Dependencies point down only: [`client`] → [`writer`] → [`repair`] →
-//! [`reader`] → [`ctx`] (shared context, counters, broadcast delete) →
+//! [`reader`] → [`ctx`] (shared context, counters, broadcast delete) → `buffers` (stripe buffers reused across writes),
 //! [`config`], [`transport`]. [`mesh`] is a `Transport` of N in-process
 //! nodes over `fragstate-store`, with fault injection for tests.
 
 pub mod client;
 pub mod config;
+mod buffers;
 mod ctx;
 pub mod mesh;
 pub mod reader;

@@ -56,12 +56,13 @@ impl ObjectWriter {
         if p.shared_domains {
             tracing::warn!(path, k = params.k(), m = params.m(), "fewer failure domains than fragments: some fragments share a domain");
         }
+        let buf = ctx.stripe_buffers.take(codec.buffer_capacity());
         let mut w = ObjectWriter {
             ctx,
             path: Arc::from(path),
             write_id: uuid::Uuid::new_v4().as_u128(),
             created_unix_ms,
-            buf: BytesMut::with_capacity(codec.buffer_capacity()),
+            buf,
             codec,
             overwrite,
             holders: p.nodes.into_iter().map(|n| n.id).collect(),
@@ -163,8 +164,10 @@ impl ObjectWriter {
                 ),
             ));
         }
-        let full = std::mem::replace(&mut self.buf, BytesMut::with_capacity(self.codec.buffer_capacity()));
+        let next = self.ctx.stripe_buffers.take(self.codec.buffer_capacity());
+        let full = std::mem::replace(&mut self.buf, next);
         let enc = self.codec.encode(full);
+        self.ctx.stripe_buffers.lend(enc.buffer.clone());
         let s = self.stripes.len() as u32;
         self.stripes.push(enc.info.clone());
         self.send_stripe(s, &enc).await

@@ -22,6 +22,9 @@ pub struct EncodedStripe {
     pub info: StripeInfo,
     /// `k + m` cells, fragment order.
     pub cells: Vec<Bytes>,
+    /// The whole buffer the cells are slices of: a writer may take it back
+    /// for the next stripe once every cell is dropped.
+    pub buffer: Bytes,
 }
 
 /// Encodes and decodes the stripes of objects with one set of [`CodingParams`].
@@ -94,6 +97,7 @@ impl StripeCodec {
         EncodedStripe {
             info: StripeInfo { stored_len: stored_len as u32, compressed, cell_checksums },
             cells,
+            buffer: all,
         }
     }
 

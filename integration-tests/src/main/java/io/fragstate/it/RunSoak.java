@@ -2,6 +2,10 @@ package io.fragstate.it;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 
 /**
  * The soak of issue 10 from the command line ({@code ci/soak.sh}): {@link Scenario#soak} run by a
@@ -12,8 +16,9 @@ import java.nio.file.Path;
  * <pre>
  * java -cp integration-tests-&lt;version&gt;-all.jar io.fragstate.it.RunSoak [--repo .]
  *     [--minutes 60] [--kill-every 10] [--sample-every 60] [--min-deletes N]
- *     [--parallelism 8] [--task-managers 5] [--out DIR]
+ *     [--parallelism 8] [--task-managers 5] [--out DIR] [--config key=value]...
  * </pre>
+ * ({@code --config}: a Flink setting on top of the soak's, e.g. for an experiment.)
  * ({@code --kill-every} in minutes, may be fractional; {@code --sample-every} in seconds.)
  */
 public final class RunSoak {
@@ -21,8 +26,23 @@ public final class RunSoak {
 
     public static void main(String[] args) throws Exception {
         Path repo = repo(args);
-        SoakPlan plan = SoakPlan.parse(args, repo);
+        List<String> rest = new ArrayList<>();
+        Map<String, String> extra = new LinkedHashMap<>();
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].equals("--config") && i + 1 < args.length) {
+                String kv = args[++i];
+                int eq = kv.indexOf('=');
+                if (eq <= 0) {
+                    throw new IllegalArgumentException("--config expects key=value, got '" + kv + "'");
+                }
+                extra.put(kv.substring(0, eq).strip(), kv.substring(eq + 1).strip());
+            } else {
+                rest.add(args[i]);
+            }
+        }
+        SoakPlan plan = SoakPlan.parse(rest.toArray(String[]::new), repo);
         Scenario scenario = Scenario.soak(repo, plan);
+        scenario.flinkConfig().putAll(extra);
         SoakLoop loop = new SoakLoop(plan, scenario);
         ScenarioRunner.Result result = new ScenarioRunner.Result();
         String failure = null;

@@ -7,14 +7,15 @@
 #       RUN_DIR/node-I, failure domain standalone-I; prints their multiaddrs comma-separated. Started
 #       again after a stop, node I takes its old port (RUN_DIR/node-I.port) and its stored fragments.
 #   fragstate-nodes.sh stop RUN_DIR                   TERM, then KILL, every node of this run
-#   fragstate-nodes.sh stats RUN_DIR BIN KEY_FILE     `fragstate stats` of the whole cluster
+#   fragstate-nodes.sh stats RUN_DIR BIN KEY_FILE [ARG...]   `fragstate stats [ARG...]` of the whole
+#       cluster (e.g. --json: one JSON object per node and line)
 #
 # Pid files are RUN_DIR/pids/node-I.pid; a pid only counts while its command line names RUN_DIR.
 set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-usage() { die "usage: fragstate-nodes.sh keygen BIN KEY_FILE | start RUN_DIR BIN KEY_FILE N | stop RUN_DIR | stats RUN_DIR BIN KEY_FILE"; }
+usage() { die "usage: fragstate-nodes.sh keygen BIN KEY_FILE | start RUN_DIR BIN KEY_FILE N | stop RUN_DIR | stats RUN_DIR BIN KEY_FILE [ARG...]"; }
 
 start() {
   local run="$1" bin="$2" key="$3" n="$4" i port pid addrs="" first=""
@@ -57,6 +58,6 @@ case "${1:-}" in
   keygen) [ $# -eq 3 ] || usage; "$2" keygen "$3" >/dev/null ;;
   start) [ $# -eq 5 ] || usage; start "$2" "$3" "$4" "$5" ;;
   stop) [ $# -eq 2 ] || usage; stop "$2" ;;
-  stats) [ $# -eq 4 ] || usage; "$3" stats --bootstrap "$(cat "$2/bootstrap")" --key-file "$4" ;;
+  stats) [ $# -ge 4 ] || usage; "$3" stats --bootstrap "$(cat "$2/bootstrap")" --key-file "$4" "${@:5}" ;;
   *) usage ;;
 esac

@@ -74,9 +74,9 @@ enum Command {
     Stats {
         #[command(flatten)]
         cluster: ClusterArgs,
-        /// The full debug-formatted record of each node.
+        /// One JSON object per node and line (every field of the node's stats, camelCase keys).
         #[arg(long)]
-        raw: bool,
+        json: bool,
     },
     /// Sends one malformed frame to a node and reports whether it dropped the connection (tests).
     #[command(hide = true)]
@@ -148,7 +148,7 @@ fn main() {
         Command::Get { cluster, path, dst } => get::get(cluster, path, dst),
         Command::Rm { cluster, recursive, path } => rm::rm(cluster, path, recursive),
         Command::Ls { cluster, prefix } => ls::ls(cluster, prefix),
-        Command::Stats { cluster, raw } => stats::stats(cluster, raw),
+        Command::Stats { cluster, json } => stats::stats(cluster, json),
         Command::DebugFrame { cluster, bad } => debug_frame::debug_frame(cluster, bad),
     };
     if let Err(e) = result {

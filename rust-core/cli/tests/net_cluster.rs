@@ -392,8 +392,7 @@ fn restarted_disk_node_serves_again_and_applies_deletes_it_missed() {
     c.start(6, true, &["--repair-rate", "0"]);
     let keep = payload(2 << 20, 11);
     let h = c.put(&keep, "/keep/obj", SMALL_CELLS);
-    c.put(&payload(100_000, 12), "/gone/chk-1/a", SMALL_CELLS);
-    c.put(&payload(100_000, 13), "/gone/chk-1/b", SMALL_CELLS);
+    let gone = [c.put(&payload(100_000, 12), "/gone/chk-1/a", SMALL_CELLS), c.put(&payload(100_000, 13), "/gone/chk-1/b", SMALL_CELLS)];
 
     let x = h.iter().map(|p| c.index_of(p)).find(|&i| i != 0).unwrap();
     c.kill9(x);
@@ -408,6 +407,10 @@ fn restarted_disk_node_serves_again_and_applies_deletes_it_missed() {
     });
     let out = c.cli(&["ls", "/gone/"], 6);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "");
+    // Each live holder counted the manifest copy the delete removed (`stats --json`, one object per line).
+    let json = String::from_utf8_lossy(&c.cli(&["stats", "--json"], 6).stdout).to_string();
+    let counted: u64 = json.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["manifestsDeleted"].as_u64().unwrap()).sum();
+    assert_eq!(counted, gone.iter().flatten().filter(|p| c.index_of(p) != x).count() as u64, "{json}");
 
     // Its fragment of /keep/obj is needed once two other holders are gone.
     let others: Vec<usize> = h.iter().map(|p| c.index_of(p)).filter(|&i| i != 0 && i != x).take(2).collect();

@@ -33,6 +33,8 @@ pub(crate) struct Counters {
     pub fragments_repaired: AtomicU64,
     pub repair_failures: AtomicU64,
     pub tombstone_deletes: AtomicU64,
+    /// Manifest copies removed by `Delete` requests this node served.
+    pub manifests_deleted: AtomicU64,
     pub reclaimed_fragments: AtomicU64,
     pub protocol_violations: AtomicU64,
 }
@@ -102,6 +104,7 @@ impl Inner {
             tombstone_file_bytes: tombstones.1,
             tombstones_evicted: tombstones.2,
             tombstone_deletes: g(&c.tombstone_deletes),
+            manifests_deleted: g(&c.manifests_deleted),
             reclaimed_fragments: g(&c.reclaimed_fragments),
             protocol_violations: g(&c.protocol_violations),
             uptime_secs: self.started.elapsed().as_secs(),

@@ -35,6 +35,7 @@ impl Inner {
     /// remembers a path or prefix delete as a tombstone.
     pub(crate) fn local_delete(&self, target: &DeleteTarget) -> Result<DeleteStats> {
         let stats = self.store()?.delete(target)?;
+        self.counters.manifests_deleted.fetch_add(stats.manifests, Ordering::Relaxed);
         if stats.manifests + stats.fragments == 0 {
             return Ok(stats);
         }

@@ -232,7 +232,9 @@ pub struct Hello {
     pub tombstones: Vec<Tombstone>,
 }
 
-/// 2: `List` is paged ([`ListReq`], [`ListPage`]).
+/// 2: `List` is paged ([`ListReq`], [`ListPage`]). 3: `PutManifest` answers
+/// [`Kind::ManifestPut`] and `Delete` of older writes; [`NodeStats`] has
+/// `manifests_deleted`.
 pub const PROTOCOL_VERSION: u32 = 3;
 
 /// A `List` request: committed objects under `prefix` whose path sorts after
@@ -354,7 +356,14 @@ pub struct NodeStats {
     pub tombstone_file_bytes: u64,
     /// Tombstones dropped because a count or byte bound was reached.
     pub tombstones_evicted: u64,
+    /// Deletes of objects this node held, applied from peers' tombstones
+    /// (deletes it missed while it was away).
     pub tombstone_deletes: u64,
+    /// Manifest copies removed by `Delete` requests this node served since it
+    /// started: one per object version whose manifest it held. An object's
+    /// manifest is on each of its k + m holders, so the sum over the nodes is
+    /// about (k + m) × the objects deleted.
+    pub manifests_deleted: u64,
     pub reclaimed_fragments: u64,
     pub protocol_violations: u64,
     pub uptime_secs: u64,

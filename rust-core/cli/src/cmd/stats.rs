@@ -1,4 +1,6 @@
-//! `fragstate stats`: per-node usage, degraded objects and bytes to repair.
+//! `fragstate stats`: per-node usage, degraded objects and bytes to repair;
+//! with `--json` one JSON object per node and line (the `NodeStats` fields,
+//! camelCase), for scripts.
 
 use fragstate_client::transport::Transport;
 use fragstate_core::Result;
@@ -22,14 +24,18 @@ pub(crate) fn stats(args: ClusterArgs, json: bool) -> Result<()> {
             let rep: u64 = all.iter().map(|s| s.bytes_to_repair).sum();
             for s in &all {
                 if json {
-                    println!("{s:?}");
+                    let line = serde_json::to_string(s).map_err(|e| fragstate_core::Error::format("node stats", e.to_string()))?;
+                    println!("{line}");
                 } else {
                     println!(
-                        "node={} domain={} live={} fragments={} bytes={} manifests={} degraded={} to_repair={} repaired={} repair_failures={} tombstones={} tombstone_file_bytes={} tombstone_deletes={} reclaimed={} violations={}",
+                        "node={} domain={} live={} fragments={} bytes={} manifests={} degraded={} to_repair={} repaired={} repair_failures={} tombstones={} tombstone_file_bytes={} tombstone_deletes={} manifests_deleted={} reclaimed={} violations={}",
                         s.node, s.domain, s.live_storage_peers, s.fragments, s.bytes, s.manifests, s.objects_degraded, s.bytes_to_repair, s.objects_repaired,
-                        s.repair_failures, s.tombstones, s.tombstone_file_bytes, s.tombstone_deletes, s.reclaimed_fragments, s.protocol_violations
+                        s.repair_failures, s.tombstones, s.tombstone_file_bytes, s.tombstone_deletes, s.manifests_deleted, s.reclaimed_fragments, s.protocol_violations
                     );
                 }
+            }
+            if json {
+                return Ok(());
             }
             println!("cluster: {} storage nodes live, objects degraded {deg}, bytes to repair {rep}", all.len());
             Ok(())

@@ -67,7 +67,11 @@ final class Disruptions {
         }
     }
 
-    private void killAndRecover(String jobId, RecoveryTimeline tl, Scenario.Disruption plan, AtomicInteger generatorSecond)
+    /**
+     * {@code kill -9} of {@code plan.taskManagers()} TaskManagers that run window subtasks, then
+     * waits until the job has recovered and completed a checkpoint; fills {@code tl}.
+     */
+    void killAndRecover(String jobId, RecoveryTimeline tl, Scenario.Disruption plan, AtomicInteger generatorSecond)
             throws Exception {
         String windowVertex = rest.vertexId(jobId, "window");
         List<String> victims = new ArrayList<>(rest.taskManagersOf(jobId, windowVertex));

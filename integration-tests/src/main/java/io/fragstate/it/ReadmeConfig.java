@@ -72,8 +72,13 @@ final class ReadmeConfig {
      * and 2 (java-bridge/OPTIONS.md).
      */
     static int singleHostTaskManagers(Map<String, String> config) {
+        return fragmentsPerObject(config) + 1;
+    }
+
+    /** k + m of {@code config}, with the plugin's defaults k = 4, m = 2 (java-bridge/OPTIONS.md). */
+    static int fragmentsPerObject(Map<String, String> config) {
         int k = Integer.parseInt(config.getOrDefault("fragstate.data-fragments", "4").strip());
         int m = Integer.parseInt(config.getOrDefault("fragstate.parity-fragments", "2").strip());
-        return k + m + 1;
+        return k + m;
     }
 }

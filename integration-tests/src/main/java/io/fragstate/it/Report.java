@@ -59,7 +59,8 @@ final class Report {
         step("results written to " + file);
     }
 
-    private static Map<String, Object> timeline(RecoveryTimeline tl) {
+    /** The timeline of one recovery as the results file shows it. */
+    static Map<String, Object> timeline(RecoveryTimeline tl) {
         Map<String, Object> t = new LinkedHashMap<>();
         t.put("disruption", tl.kind);
         t.put("killedTaskManagers", tl.killedTaskManagers);

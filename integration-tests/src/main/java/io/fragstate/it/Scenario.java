@@ -257,6 +257,35 @@ public record Scenario(String id, String description, Map<String, String> flinkC
     }
 
     /**
+     * The soak of {@code ci/soak.sh} (issue 10): the README's fragstate lines ({@link ReadmeConfig};
+     * the run's cluster key replaces the README's example path, and as in every non-stock scenario
+     * the nodes listen on ephemeral ports and bootstrap from 2 standalone nodes, so a soak can run
+     * beside scenario r), RS(4,2) as the README's defaults, RocksDB with incremental checkpoints,
+     * disk stores in every Flink process (so every node's open-file bound is exercised), a
+     * checkpoint every second, and the generator feeding the job for the plan's minutes. RS(4,2)
+     * needs 6 nodes besides a writer also while a killed TaskManager is down: JobManager + (T - 1)
+     * TaskManagers + 2 standalone nodes - the writer = T + 1 >= 6, so T >= 5.
+     */
+    static Scenario soak(Path repo, SoakPlan plan) {
+        Map<String, String> config = ReadmeConfig.flinkLines(repo);
+        config.remove("fragstate.cluster-key-file"); // the harness sets this run's key
+        config.put("fragstate.local-backend", "rocksdb");
+        config.put("execution.checkpointing.incremental", "true");
+        config.put("fragstate.store.dir", RUN_DIR + "/fragstate/flink-stores");
+        // every subtask's state in its own fragstate object (Flink inlines < 20 KB into _metadata)
+        config.put("execution.checkpointing.data-inline-threshold", "0 b");
+        // the sampler reads checkpoint durations from the history every few seconds
+        config.put("web.checkpoints.history", "60");
+        double speedup = 1.5;
+        Simulation sim = new Simulation(42, 0.2, (int) Math.ceil(plan.minutes() * 60 * speedup), speedup);
+        return new Scenario("soak-" + plan.minutes() + "min",
+                "soak: README config, RS(4,2), RocksDB incremental, 1 s checkpoints, " + plan.minutes()
+                        + " min, kill -9 of a TaskManager every " + plan.killEvery().toSeconds() + " s",
+                config, List.of(Artifacts.pluginJar(repo)), plan.taskManagers(), plan.parallelism(), 1_000, sim,
+                Disruption.killTaskManagers(1, Trigger.AFTER_CHECKPOINTS), 2);
+    }
+
+    /**
      * Scenario g: a setting the cluster cannot satisfy: k + m = 6 + 2 = 8 fragments per object, but
      * a writer sees at most 6 other storage nodes (JobManager, 4 TaskManagers, 2 standalone nodes,
      * minus itself). The JobManager refuses the job when it sets up its checkpoint storage, after

@@ -87,7 +87,24 @@ public final class ScenarioRunner implements AutoCloseable {
         this.stack = new ServiceStack(scenario, this.repo, this.jobJar, runDir);
     }
 
+    /**
+     * What happens to the running job between its submission and the output check: given the
+     * started stack, the job, the result to fill, the generator's progress and the generator
+     * itself; returns the id of the job that runs afterwards.
+     */
+    interface Phase {
+        String run(ServiceStack stack, String jobId, Result result, AtomicInteger generatorSecond,
+                CompletableFuture<KafkaEventProducer.Stats> generator) throws Exception;
+    }
+
+    /** Runs the scenario with its {@link Scenario.Disruption}. */
     public Result run() throws Exception {
+        return run((stack, job, r, second, generator) ->
+                new Disruptions(scenario, stack).disrupt(job, r.timeline, second, generator));
+    }
+
+    /** Runs the scenario with {@code phase} in place of its disruption (the soak's kills and samples). */
+    Result run(Phase phase) throws Exception {
         long t0 = System.nanoTime();
         Result result = new Result();
         result.scenario = scenario.id();
@@ -121,7 +138,7 @@ public final class ScenarioRunner implements AutoCloseable {
         CompletableFuture<KafkaEventProducer.Stats> generator = startGenerator(producer, genConfig, generatorSecond::set);
 
         try (OutputCollector output = new OutputCollector(stack.brokers(), ServiceStack.OUTPUT_TOPIC)) {
-            String jobId = new Disruptions(scenario, stack).disrupt(first, result.timeline, generatorSecond, generator);
+            String jobId = phase.run(stack, first, result, generatorSecond, generator);
             if (scenario.fragstateCluster()) {
                 FragstateFigures.collect(stack, result.fragstate);
             }
@@ -230,6 +247,11 @@ public final class ScenarioRunner implements AutoCloseable {
             }
         }
         return found;
+    }
+
+    /** This run's directory (logs, Flink home, stores). */
+    Path runDir() {
+        return runDir;
     }
 
     @Override

@@ -113,7 +113,10 @@ final class ServiceStack implements AutoCloseable {
         }
         rest = new FlinkRest(Shell.bash(repo, Duration.ofSeconds(30), "ci/lib/flink-cluster.sh", "rest-url",
                 flinkDir.toString()).strip());
-        KafkaEventProducer producer = new KafkaEventProducer(brokers, INPUT_TOPIC, 4, sim.speedup(), 10, System.out);
+        // one input partition per source subtask at least: a source reader without a split never
+        // advances its watermark, so the event-time windows would never fire (parallelism 8, soak)
+        int partitions = Math.max(4, scenario.parallelism());
+        KafkaEventProducer producer = new KafkaEventProducer(brokers, INPUT_TOPIC, partitions, sim.speedup(), 10, System.out);
         producer.ensureTopic();
         new KafkaEventProducer(brokers, OUTPUT_TOPIC, 2, 1, 10, System.out).ensureTopic();
         return producer;
@@ -208,6 +211,50 @@ final class ServiceStack implements AutoCloseable {
     String fragstateStats() {
         return Shell.bash(repo, Duration.ofSeconds(60), "ci/lib/fragstate-nodes.sh", "stats",
                 fragstateDir.toString(), fragstateBinary().toString(), clusterKey.toString());
+    }
+
+    /** {@code fragstate stats --json}: one JSON object per live storage node and line. */
+    String fragstateStatsJson() {
+        return Shell.bash(repo, Duration.ofSeconds(60), "ci/lib/fragstate-nodes.sh", "stats",
+                fragstateDir.toString(), fragstateBinary().toString(), clusterKey.toString(), "--json");
+    }
+
+    /** The folder of the cluster key, the standalone nodes' stores, pid files and logs ({@code node-I.log}). */
+    Path fragstateDir() {
+        return fragstateDir;
+    }
+
+    /**
+     * The pid of every process this run started that runs a fragstate node, by name: {@code
+     * jobmanager}, {@code tm-N} (from the cluster script's pid files) and the standalone {@code
+     * node-I}. A killed process keeps its pid file until it is started again.
+     */
+    Map<String, Long> nodeProcesses() throws IOException {
+        Map<String, Long> pids = new java.util.TreeMap<>();
+        readPidFiles(flinkDir.resolve("pids"), "(jobmanager|tm-\\d+)\\.pid", pids);
+        readPidFiles(fragstateDir.resolve("pids"), "(node-\\d+)\\.pid", pids);
+        return pids;
+    }
+
+    private static void readPidFiles(Path dir, String nameRegex, Map<String, Long> into) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            return;
+        }
+        Pattern name = Pattern.compile(nameRegex);
+        try (var files = Files.list(dir)) {
+            for (Path f : (Iterable<Path>) files::iterator) {
+                Matcher m = name.matcher(f.getFileName().toString());
+                String pid = m.matches() ? Files.readString(f).strip() : "";
+                if (!pid.isEmpty()) {
+                    into.put(m.group(1), Long.parseLong(pid));
+                }
+            }
+        }
+    }
+
+    /** Starts TaskManager {@code id} (again, e.g. after it was killed), as a supervisor would. */
+    void startTaskManager(String id) {
+        Shell.bash(repo, Duration.ofMinutes(2), "ci/lib/flink-cluster.sh", "start-tm", flinkDir.toString(), id);
     }
 
     /** {@code fragstate ls dir} through the first standalone node, once {@code nodes} storage nodes are live. */

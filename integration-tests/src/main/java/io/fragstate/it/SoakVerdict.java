@@ -1,0 +1,144 @@
+package io.fragstate.it;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.function.ToLongFunction;
+
+/**
+ * The soak's pass criteria, each a named {@link Check} with the figures behind it:
+ * <ul>
+ * <li>the committed output equals the reference (exactly once through every recovery), and every
+ * planned kill happened and recovered;
+ * <li>deletes: at least the plan's objects deleted;
+ * <li>stated bounds, at every sample of every node: tombstones at most 100,000 entries and their
+ * file at most {@link #TOMBSTONE_FILE_BOUND} (NETWORK.md: entries, 8 MiB of paths + 32 B per entry,
+ * file at most 2 x live + 1,024 records); descriptors on fragment files at most {@link
+ * #FRAGMENT_FD_BOUND} (FORMAT.md: an LRU of 128 handles, plus the files of uploads in progress);
+ * all descriptors under half the process' soft limit;
+ * <li>growth (runs of at least 30 minutes): per node and series (RSS, fds, tombstones, tombstone
+ * file bytes, store bytes), the mean over the samples of the last 10 minutes [T - 10, T] is at most
+ * the mean over minutes [10, 20) plus 10 % of it, or plus a floor for small figures
+ * ({@link Series#floor}); also for the sum over the nodes;
+ * <li>no unexpected ERROR or panic line in any log ({@link LogScan}).
+ * </ul>
+ */
+final class SoakVerdict {
+    static final long TOMBSTONE_COUNT_BOUND = 100_000;
+    /** 2 x (8 MiB of paths + 32 B x 100,000 entries) + 1,024 records of at most 4 KiB + 32 B each. */
+    static final long TOMBSTONE_FILE_BOUND = 2 * ((8L << 20) + 32 * TOMBSTONE_COUNT_BOUND) + 1_024 * (4_096 + 32);
+    /** 128 handles of the store's LRU + as many uploads in progress at once. */
+    static final long FRAGMENT_FD_BOUND = 256;
+
+    /** A sampled figure of a node, and the absolute growth always allowed for it. */
+    record Series(String name, ToLongFunction<NodeSampler.NodeSample> value, long floor) {}
+
+    static final List<Series> SERIES = List.of(
+            new Series("rss_bytes", NodeSampler.NodeSample::rssBytes, 32L << 20),
+            new Series("fds", NodeSampler.NodeSample::fds, 16),
+            new Series("tombstones", NodeSampler.NodeSample::tombstones, 1_000),
+            new Series("tombstone_file_bytes", NodeSampler.NodeSample::tombstoneFileBytes, 256L << 10),
+            new Series("store_bytes", NodeSampler.NodeSample::storeBytes, 8L << 20));
+
+    /** One criterion. */
+    record Check(String name, boolean passed, String detail) {}
+
+    /** One window comparison: node (or "all nodes"), series, the two means and the allowed maximum. */
+    record Window(String node, String series, double baseline, double last, double allowed, boolean passed) {}
+
+    final List<Check> checks = new ArrayList<>();
+    final List<Window> windows = new ArrayList<>();
+
+    boolean passed() {
+        return checks.stream().allMatch(Check::passed);
+    }
+
+    static SoakVerdict of(SoakPlan plan, ScenarioRunner.Result result, SoakLoop loop, LogScan.Findings logs,
+            String failure) {
+        SoakVerdict v = new SoakVerdict();
+        v.checks.add(new Check("run completed", failure == null, failure == null ? "yes" : failure));
+        if (failure == null) {
+            v.checks.add(new Check("exactly once", result.exactlyOnce(), String.format(
+                    "%d committed, %d expected, %d missing, %d duplicated or wrong", result.committedNotifications,
+                    result.expectedNotifications, result.missing.size(), result.duplicatesOrUnexpected.size())));
+        }
+        long plannedKills = (plan.minutes() * 60_000L - 1) / plan.killEvery().toMillis();
+        v.checks.add(new Check("kills recovered", loop.recoveries.size() == plannedKills,
+                loop.recoveries.size() + " of " + plannedKills + " planned kills recovered"));
+        long deleted = loop.jobSamples.isEmpty() ? 0 : loop.jobSamples.get(loop.jobSamples.size() - 1).objectsDeletedTotal();
+        v.checks.add(new Check("objects deleted", deleted >= plan.minDeletes(),
+                String.format("%,d deleted, at least %,d required", deleted, plan.minDeletes())));
+        v.bound("tombstones <= " + TOMBSTONE_COUNT_BOUND, loop, NodeSampler.NodeSample::tombstones, TOMBSTONE_COUNT_BOUND);
+        v.bound("tombstone file <= " + TOMBSTONE_FILE_BOUND + " B", loop, NodeSampler.NodeSample::tombstoneFileBytes,
+                TOMBSTONE_FILE_BOUND);
+        v.bound("fragment file fds <= " + FRAGMENT_FD_BOUND, loop, NodeSampler.NodeSample::fragmentFds, FRAGMENT_FD_BOUND);
+        List<String> overHalf = new ArrayList<>();
+        loop.nodeSamples.stream().filter(s -> s.fdSoftLimit() > 0 && s.fds() * 2 > s.fdSoftLimit())
+                .forEach(s -> overHalf.add(String.format(java.util.Locale.ROOT, "%s at minute %.1f: %d of %d", s.node(),
+                        s.minute(), s.fds(), s.fdSoftLimit())));
+        v.checks.add(new Check("fds < half the soft limit", overHalf.isEmpty(), overHalf.isEmpty() ? "every sample" : overHalf.toString()));
+        if (plan.comparesWindows()) {
+            v.compareWindows(plan, loop.nodeSamples);
+        }
+        v.checks.add(new Check("no ERROR or panic in the logs", logs.clean(), logs.clean()
+                ? logs.filesScanned() + " files, expected lines: " + logs.expected()
+                : logs.unexpected().size() + " lines, first: " + logs.unexpected().subList(0, Math.min(5, logs.unexpected().size()))));
+        return v;
+    }
+
+    /** Every sample of every node: {@code f} (when known) at most {@code bound}. */
+    private void bound(String name, SoakLoop loop, ToLongFunction<NodeSampler.NodeSample> f, long bound) {
+        long max = loop.nodeSamples.stream().mapToLong(f).max().orElse(-1);
+        String at = loop.nodeSamples.stream().filter(s -> f.applyAsLong(s) == max).findFirst()
+                .map(s -> String.format(java.util.Locale.ROOT, " (%s, minute %.1f)", s.node(), s.minute())).orElse("");
+        checks.add(new Check(name, max <= bound, "max " + max + at));
+    }
+
+    private void compareWindows(SoakPlan plan, List<NodeSampler.NodeSample> samples) {
+        double lastFrom = plan.minutes() - 10;
+        for (Series s : SERIES) {
+            Map<String, long[]> sums = new LinkedHashMap<>(); // node -> {baseline sum, n, last sum, n}
+            Map<Double, Long> totalsBase = new LinkedHashMap<>();
+            Map<Double, Long> totalsLast = new LinkedHashMap<>();
+            for (String node : new TreeSet<>(samples.stream().map(NodeSampler.NodeSample::node).toList())) {
+                sums.put(node, new long[4]);
+            }
+            for (NodeSampler.NodeSample r : samples) {
+                long x = s.value().applyAsLong(r);
+                if (x < 0) {
+                    continue;
+                }
+                long[] a = sums.get(r.node());
+                if (r.minute() >= 10 && r.minute() < 20) {
+                    a[0] += x;
+                    a[1]++;
+                    totalsBase.merge(r.minute(), x, Long::sum);
+                } else if (r.minute() >= lastFrom) {
+                    a[2] += x;
+                    a[3]++;
+                    totalsLast.merge(r.minute(), x, Long::sum);
+                }
+            }
+            sums.forEach((node, a) -> window(node, s, a[1] == 0 ? Double.NaN : (double) a[0] / a[1],
+                    a[3] == 0 ? Double.NaN : (double) a[2] / a[3]));
+            window("all nodes", s, mean(totalsBase), mean(totalsLast));
+        }
+        long failed = windows.stream().filter(w -> !w.passed()).count();
+        checks.add(new Check("last 10 min within 10 % of minutes 10-20", failed == 0,
+                failed + " of " + windows.size() + " comparisons over (table in RESULTS.md)"));
+    }
+
+    private void window(String node, Series s, double baseline, double last) {
+        if (Double.isNaN(baseline) || Double.isNaN(last)) {
+            return; // a node without samples in one window (not started, or down): nothing to compare
+        }
+        double allowed = baseline + Math.max(0.10 * baseline, s.floor());
+        windows.add(new Window(node, s.name(), baseline, last, allowed, last <= allowed));
+    }
+
+    private static double mean(Map<Double, Long> byMinute) {
+        return byMinute.isEmpty() ? Double.NaN : byMinute.values().stream().mapToLong(Long::longValue).average().orElse(Double.NaN);
+    }
+}

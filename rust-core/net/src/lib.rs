@@ -21,6 +21,7 @@
 pub mod config;
 pub mod key;
 mod membership;
+mod peer_limit;
 pub mod node;
 mod pool;
 mod server;

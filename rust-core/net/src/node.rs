@@ -19,6 +19,7 @@ use fragstate_store::FragmentStore;
 
 use crate::config::{FRAG_PROTOCOL, NetConfig};
 use crate::membership::hello_task;
+use crate::peer_limit::{PeerLimit, UPLOADS_PER_PEER};
 use crate::pool::expect_kind;
 use crate::server::accept_task;
 use crate::state::{lock, Counters, Inner, Tombstones};
@@ -71,6 +72,7 @@ impl NetNode {
             counters: Counters::default(),
             started: Instant::now(),
             shutdown,
+            uploads: PeerLimit::new(UPLOADS_PER_PEER),
         });
         let node = NetNode { inner: inner.clone(), tasks: Arc::new(Mutex::new(Vec::new())) };
         node.spawn(swarm_task(inner.clone(), swarm, cmd_rx));

@@ -14,19 +14,28 @@ use fragstate_core::format::{self, CellFrame, FragmentHeader};
 use fragstate_core::ids::{FragmentKey, NodeId};
 
 use crate::membership::peer_left;
+use crate::peer_limit::{PeerLimit, MAX_STREAMS, STREAMS_PER_PEER};
 use crate::state::{blocking, Cmd, Inner};
 use crate::wire::{self, Frame, GetCellReq, Hello, Kind, ListReq, WireDelete, WireDeleteStats, WireError};
 
 pub(crate) async fn accept_task(inner: Arc<Inner>, mut incoming: libp2p_stream::IncomingStreams) {
     let mut shutdown = inner.shutdown.subscribe();
-    let limit = Arc::new(tokio::sync::Semaphore::new(1024));
+    let limit = Arc::new(tokio::sync::Semaphore::new(MAX_STREAMS));
+    let per_peer = PeerLimit::new(STREAMS_PER_PEER);
     loop {
         tokio::select! {
             _ = shutdown.changed() => break,
             next = incoming.next() => {
                 let Some((peer, stream)) = next else { break };
+                // Dropping the stream closes it unanswered; the peer's client retries on a new one.
+                let Some(peer_permit) = per_peer.try_acquire(&peer) else {
+                    inner.counters.streams_refused.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(%peer, limit = STREAMS_PER_PEER, "the peer has its share of open streams: refusing one");
+                    continue;
+                };
                 let Ok(permit) = limit.clone().try_acquire_owned() else {
-                    tracing::warn!(%peer, "too many open streams: refusing one");
+                    inner.counters.streams_refused.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(%peer, limit = MAX_STREAMS, "too many open streams: refusing one");
                     continue;
                 };
                 let inner = inner.clone();
@@ -36,7 +45,7 @@ pub(crate) async fn accept_task(inner: Arc<Inner>, mut incoming: libp2p_stream::
                         _ = shutdown.changed() => {}
                         _ = serve_stream(&inner, peer, stream) => {}
                     }
-                    drop(permit);
+                    drop((permit, peer_permit));
                 });
             }
         }
@@ -101,6 +110,11 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeI
         }
         Kind::OpenFragment => {
             let header = format::decode_fragment_header(&f.body).map_err(|e| Error::protocol("frame body (fragment header)", e.to_string()))?;
+            let Some(_upload) = inner.uploads.try_acquire(&peer) else {
+                inner.counters.uploads_refused.fetch_add(1, Ordering::Relaxed);
+                let reason = format!("{} uploads from this writer in progress already (the per-peer bound)", inner.uploads.per_peer());
+                return reply_err(s, &Error::NodeUnavailable { node: inner.id.clone(), reason }).await;
+            };
             let opened = inner.store().and_then(|st| blocking(|| st.begin_fragment(&header)));
             let ok = opened.is_ok();
             reply(s, opened, |_| (Kind::Ok, vec![])).await?;

@@ -15,6 +15,7 @@ use libp2p::{Multiaddr, PeerId, Stream};
 use tokio::sync::{mpsc, watch, Notify};
 
 use crate::config::NetConfig;
+use crate::peer_limit::PeerLimit;
 use crate::tombstone_log::TombstoneLog;
 use crate::tombstone_set::TombstoneSet;
 use crate::wire::{Hello, NodeStats};
@@ -37,6 +38,10 @@ pub(crate) struct Counters {
     pub manifests_deleted: AtomicU64,
     pub reclaimed_fragments: AtomicU64,
     pub protocol_violations: AtomicU64,
+    /// Streams closed unanswered because their peer had its share open.
+    pub streams_refused: AtomicU64,
+    /// Uploads refused because their peer had its share in progress.
+    pub uploads_refused: AtomicU64,
 }
 
 pub(crate) struct Inner {
@@ -53,6 +58,8 @@ pub(crate) struct Inner {
     pub counters: Counters,
     pub(crate) started: Instant,
     pub(crate) shutdown: watch::Sender<bool>,
+    /// Fragment uploads in progress, per writing peer ([`UPLOADS_PER_PEER`]).
+    pub(crate) uploads: Arc<PeerLimit<PeerId>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -107,6 +114,8 @@ impl Inner {
             manifests_deleted: g(&c.manifests_deleted),
             reclaimed_fragments: g(&c.reclaimed_fragments),
             protocol_violations: g(&c.protocol_violations),
+            streams_refused: g(&c.streams_refused),
+            uploads_refused: g(&c.uploads_refused),
             uptime_secs: self.started.elapsed().as_secs(),
         }
     }

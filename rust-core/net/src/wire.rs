@@ -366,6 +366,10 @@ pub struct NodeStats {
     pub manifests_deleted: u64,
     pub reclaimed_fragments: u64,
     pub protocol_violations: u64,
+    /// Streams closed unanswered: their peer had its share open (NETWORK.md, "Bounded resources").
+    pub streams_refused: u64,
+    /// Uploads refused: their peer had its share in progress.
+    pub uploads_refused: u64,
     pub uptime_secs: u64,
 }
 

@@ -2,16 +2,18 @@
 //! recent tombstones), exchanged on every new connection and every
 //! `hello_interval`.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
 use libp2p::{PeerId};
 
+use fragstate_core::error::Error;
 use fragstate_core::ids::{now_unix_ms, NodeId};
 use fragstate_core::placement::NodeInfo;
 
 use crate::config::MAX_TOMBSTONES_PER_HELLO;
-use crate::state::{lock, Inner};
+use crate::state::{lock, Cmd, Inner};
 use crate::wire::{self, Hello, Kind, Role};
 
 impl Inner {
@@ -87,9 +89,9 @@ pub(crate) async fn exchange_hello(inner: &Arc<Inner>, peer: PeerId, all_tombsto
     let node = NodeId::from(peer.to_base58());
     let body = wire::encode(&inner.my_hello(all_tombstones));
     match inner.request(&node, Kind::Hello, &body, &[]).await {
-        Ok(f) if f.kind == Kind::HelloReply => match wire::decode::<Hello>("hello", &f.body) {
+        Ok(f) if f.kind == Kind::HelloReply => match wire::decode_hello(&f.body) {
             Ok(h) => inner.record_hello(peer, h),
-            Err(e) => tracing::warn!(%peer, error = %e, "bad hello reply"),
+            Err(e) => violation_or_log(inner, peer, &e),
         },
         Ok(f) => tracing::warn!(%peer, kind = ?f.kind, "unexpected hello reply"),
         Err(e) => tracing::debug!(%peer, error = %e, "hello failed"),
@@ -126,5 +128,18 @@ pub(crate) fn peer_left(inner: &Inner, peer: PeerId, why: &str) {
     if was_live {
         tracing::info!(%peer, reason = why, "peer left");
         inner.membership.notify_waiters();
+    }
+}
+
+/// Ends the connection of a peer that broke the protocol (counted, logged
+/// as a WARN naming the error); any other stream error is only logged at debug.
+pub(crate) fn violation_or_log(inner: &Inner, peer: PeerId, e: &Error) {
+    if wire::is_protocol_violation(e) {
+        inner.counters.protocol_violations.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(%peer, error = %e, "protocol violation: dropping the connection");
+        peer_left(inner, peer, "protocol violation");
+        let _ = inner.cmd.send(Cmd::Disconnect(peer));
+    } else {
+        tracing::debug!(%peer, error = %e, "stream ended");
     }
 }

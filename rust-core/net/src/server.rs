@@ -13,10 +13,10 @@ use fragstate_core::error::{Error, Result};
 use fragstate_core::format::{self, CellFrame, FragmentHeader};
 use fragstate_core::ids::{FragmentKey, NodeId};
 
-use crate::membership::peer_left;
+use crate::membership::violation_or_log;
 use crate::peer_limit::{PeerLimit, MAX_STREAMS, STREAMS_PER_PEER};
-use crate::state::{blocking, Cmd, Inner};
-use crate::wire::{self, Frame, GetCellReq, Hello, Kind, ListReq, WireDelete, WireDeleteStats, WireError};
+use crate::state::{blocking, Inner};
+use crate::wire::{self, Frame, GetCellReq, Kind, ListReq, WireDelete, WireDeleteStats, WireError};
 
 pub(crate) async fn accept_task(inner: Arc<Inner>, mut incoming: libp2p_stream::IncomingStreams) {
     let mut shutdown = inner.shutdown.subscribe();
@@ -74,17 +74,6 @@ pub(crate) async fn serve_stream(inner: &Arc<Inner>, peer: PeerId, mut s: Stream
     let _ = s.close().await;
 }
 
-pub(crate) fn violation_or_log(inner: &Inner, peer: PeerId, e: &Error) {
-    if wire::is_protocol_violation(e) {
-        inner.counters.protocol_violations.fetch_add(1, Ordering::Relaxed);
-        tracing::warn!(%peer, error = %e, "protocol violation: dropping the connection");
-        peer_left(inner, peer, "protocol violation");
-        let _ = inner.cmd.send(Cmd::Disconnect(peer));
-    } else {
-        tracing::debug!(%peer, error = %e, "stream ended");
-    }
-}
-
 pub(crate) async fn reply_err(s: &mut Stream, e: &Error) -> Result<()> {
     wire::write_frame(s, Kind::Err, &wire::encode(&WireError::from_error(e)), &[]).await
 }
@@ -104,7 +93,7 @@ pub(crate) async fn reply<T>(s: &mut Stream, r: Result<T>, ok: impl FnOnce(T) ->
 pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeId, s: &mut Stream, f: Frame) -> Result<()> {
     match f.kind {
         Kind::Hello => {
-            let h: Hello = wire::decode("hello", &f.body)?;
+            let h = wire::decode_hello(&f.body)?;
             inner.record_hello(peer, h);
             wire::write_frame(s, Kind::HelloReply, &wire::encode(&inner.my_hello(false)), &[]).await
         }

@@ -179,6 +179,20 @@ pub fn decode<T: for<'de> Deserialize<'de>>(what: &str, b: &[u8]) -> Result<T> {
     opts().deserialize(b).map_err(|e| Error::protocol(format!("frame body ({what})"), format!("undecodable: {e}")))
 }
 
+/// A peer's hello, once its protocol version (the first field, read before
+/// anything else of the body is trusted) is this node's: nodes of different
+/// versions do not form one cluster, and the connection is dropped as a
+/// protocol violation whose message names both versions.
+pub fn decode_hello(b: &[u8]) -> Result<Hello> {
+    match b.get(..4).map(|v| u32::from_le_bytes([v[0], v[1], v[2], v[3]])) {
+        Some(theirs) if theirs != PROTOCOL_VERSION => Err(Error::protocol(
+            "hello",
+            format!("the peer speaks fragstate protocol version {theirs}, this node version {PROTOCOL_VERSION}: run one fragstate version across the cluster"),
+        )),
+        _ => decode("hello", b),
+    }
+}
+
 /// A cell on the wire: frame header and bytes.
 pub fn split_cell(what: &str, body: Bytes, max_len: u32) -> Result<(CellFrame, Bytes)> {
     let frame = CellFrame::decode(&body, max_len).map_err(|e| Error::protocol(format!("frame body ({what})"), e.to_string()))?;
@@ -431,6 +445,18 @@ mod tests {
 
     fn block<F: std::future::Future>(f: F) -> F::Output {
         futures::executor::block_on(f)
+    }
+
+    #[test]
+    fn a_hello_of_another_protocol_version_is_refused_naming_both() {
+        let h = Hello { protocol_version: PROTOCOL_VERSION, role: Role::Storage, domain: "d".into(), free_bytes: 1, tombstones: Vec::new() };
+        let mut body = encode(&h);
+        assert_eq!(decode_hello(&body).unwrap().domain, "d");
+        body[..4].copy_from_slice(&2u32.to_le_bytes());
+        let e = decode_hello(&body).unwrap_err();
+        assert!(is_protocol_violation(&e), "{e}");
+        assert!(e.to_string().contains("version 2") && e.to_string().contains(&format!("version {PROTOCOL_VERSION}")), "{e}");
+        assert!(decode_hello(&[1, 2]).is_err(), "a body shorter than the version is undecodable");
     }
 
     #[test]

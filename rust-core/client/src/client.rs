@@ -34,6 +34,8 @@ pub struct ClientStats {
     /// Stripes that needed parity (a data cell was missing, corrupt or slow).
     pub stripes_reconstructed: u64,
     pub corrupt_cells: u64,
+    /// Corrupt cells reported to their holder (which verifies and rebuilds them).
+    pub corrupt_cells_reported: u64,
     pub failed_requests: u64,
     /// Fragments moved to another node during a write (a holder failed or was full).
     pub fragments_replaced: u64,
@@ -184,6 +186,12 @@ impl Client {
         crate::repair::repair_object(&self.ctx, manifest).await
     }
 
+    /// Cell `index` of `stripe` of the object `manifest` describes, rebuilt
+    /// from `k` cells of the other holders and checked against the manifest.
+    pub async fn rebuild_cell(&self, manifest: &Manifest, index: usize, stripe: u32) -> Result<bytes::Bytes> {
+        crate::repair::rebuild_one_cell(&self.ctx, manifest, index, stripe).await
+    }
+
     pub fn stats(&self) -> ClientStats {
         let c = &self.ctx.counters;
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -196,6 +204,7 @@ impl Client {
             bytes_fetched: g(&c.bytes_fetched),
             stripes_reconstructed: g(&c.stripes_reconstructed),
             corrupt_cells: g(&c.corrupt_cells),
+            corrupt_cells_reported: g(&c.corrupt_cells_reported),
             failed_requests: g(&c.failed_requests),
             fragments_replaced: g(&c.fragments_replaced),
             fragments_repaired: g(&c.fragments_repaired),

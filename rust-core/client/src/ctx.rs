@@ -30,6 +30,7 @@ pub(crate) struct Counters {
     pub bytes_fetched: AtomicU64,
     pub stripes_reconstructed: AtomicU64,
     pub corrupt_cells: AtomicU64,
+    pub corrupt_cells_reported: AtomicU64,
     pub failed_requests: AtomicU64,
     pub fragments_replaced: AtomicU64,
     pub fragments_repaired: AtomicU64,

@@ -57,7 +57,8 @@ impl Client {
     pub fn new(transport: Arc<dyn Transport>, cfg: ClientConfig) -> Result<Self> {
         cfg.validate()?;
         let requests = Semaphore::new(cfg.max_inflight_requests);
-        Ok(Client { ctx: Arc::new(Ctx { transport, cfg, requests, counters: Counters::default() }) })
+        let ctx = Ctx { transport, cfg, requests, counters: Counters::default(), reports_in_flight: Arc::default() };
+        Ok(Client { ctx: Arc::new(ctx) })
     }
 
     pub fn config(&self) -> &ClientConfig {
@@ -190,6 +191,20 @@ impl Client {
     /// from `k` cells of the other holders and checked against the manifest.
     pub async fn rebuild_cell(&self, manifest: &Manifest, index: usize, stripe: u32) -> Result<bytes::Bytes> {
         crate::repair::rebuild_one_cell(&self.ctx, manifest, index, stripe).await
+    }
+
+    /// Waits up to `timeout` until every corrupt-cell report this client
+    /// sent has been delivered (a short-lived process, before it exits);
+    /// returns whether none is left.
+    pub async fn settle_reports(&self, timeout: std::time::Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while self.ctx.reports_in_flight.load(Ordering::Acquire) > 0 {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        true
     }
 
     pub fn stats(&self) -> ClientStats {

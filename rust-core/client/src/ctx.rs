@@ -49,6 +49,8 @@ pub(crate) struct Ctx {
     pub cfg: ClientConfig,
     pub requests: Semaphore,
     pub counters: Counters,
+    /// Corrupt-cell reports sent and not yet answered ([`crate::Client::settle_reports`]).
+    pub reports_in_flight: Arc<AtomicU64>,
 }
 
 impl Ctx {

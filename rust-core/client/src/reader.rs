@@ -135,11 +135,13 @@ impl FragmentSet<'_> {
     /// corrupt, without waiting: it verifies the cell and rebuilds it.
     fn report_corrupt(&self, ctx: &Ctx, node: NodeId, index: usize, stripe: u32) {
         bump(&ctx.counters.corrupt_cells_reported, 1);
-        let (transport, key) = (ctx.transport.clone(), self.key(index));
+        let (transport, key, in_flight) = (ctx.transport.clone(), self.key(index), ctx.reports_in_flight.clone());
+        in_flight.fetch_add(1, Ordering::AcqRel);
         tokio::spawn(async move {
             if let Err(e) = transport.report_corrupt(&node, &key, stripe).await {
                 tracing::debug!(path = %key.path, fragment = key.index, stripe, %node, error = %e, "corrupt cell report not delivered");
             }
+            in_flight.fetch_sub(1, Ordering::AcqRel);
         });
     }
 }

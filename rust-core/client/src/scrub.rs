@@ -28,6 +28,9 @@ pub const DEFAULT_SCRUB_RATE: u64 = 8 << 20;
 pub const MAX_SCRUB_RATE: u64 = 16 << 30;
 /// Reported cells waiting at most; later reports are dropped (the next pass finds them).
 pub const MAX_PENDING_REPORTS: usize = 4096;
+/// The first pass starts this long after the scrub (or one pass interval,
+/// if shorter): a node that just started has not met the other holders yet.
+pub const FIRST_PASS_DELAY: Duration = Duration::from_secs(30);
 
 /// How a node scrubs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -181,12 +184,15 @@ pub struct ScrubPlanner {
     reports: VecDeque<Task>,
     queued: HashSet<CellRef>,
     pass_started: Option<Duration>,
+    /// When the first pass may start.
+    first_pass_at: Duration,
     passes: u64,
 }
 
 impl ScrubPlanner {
     pub fn new(cfg: ScrubConfig, now: Duration) -> Self {
         let budget = Budget { rate: cfg.rate, tokens: 0.0, last: now };
+        let cfg_interval = cfg.pass_interval;
         ScrubPlanner {
             cfg,
             budget,
@@ -196,6 +202,7 @@ impl ScrubPlanner {
             reports: VecDeque::new(),
             queued: HashSet::new(),
             pass_started: None,
+            first_pass_at: now + FIRST_PASS_DELAY.min(cfg_interval),
             passes: 0,
         }
     }
@@ -264,6 +271,7 @@ impl ScrubPlanner {
         if self.frag >= self.work.len() {
             return match self.pass_started {
                 Some(t) if now < t + self.cfg.pass_interval => Step::Wait(t + self.cfg.pass_interval - now),
+                None if now < self.first_pass_at => Step::Wait(self.first_pass_at - now),
                 _ => Step::NewPass,
             };
         }

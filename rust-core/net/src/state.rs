@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use fragstate_core::error::{Error, Result};
 use fragstate_core::ids::NodeId;
+use fragstate_client::scrubber::ScrubShared;
 use fragstate_store::FragmentStore;
 use libp2p::{Multiaddr, PeerId, Stream};
 use tokio::sync::{mpsc, watch, Notify};
@@ -49,6 +50,8 @@ pub(crate) struct Inner {
     pub(crate) tombstones: Mutex<Tombstones>,
     pub(crate) membership: Notify,
     pub counters: Counters,
+    /// Corrupt-cell reports for this node's scrubber, and its counters.
+    pub(crate) scrub: Arc<ScrubShared>,
     pub(crate) started: Instant,
     pub(crate) shutdown: watch::Sender<bool>,
 }
@@ -105,6 +108,7 @@ impl Inner {
             reclaimed_fragments: g(&c.reclaimed_fragments),
             protocol_violations: g(&c.protocol_violations),
             uptime_secs: self.started.elapsed().as_secs(),
+            scrub: self.scrub.stats(),
         }
     }
 

@@ -21,6 +21,7 @@ use fragstate_core::ids::WriteId;
 use fragstate_core::params::MAX_CELL_SIZE;
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
 use fragstate_core::ids::NodeId;
+pub use fragstate_client::scrubber::ScrubStats;
 
 /// length (4) + kind (1).
 pub const FRAME_HEADER_LEN: usize = 5;
@@ -46,6 +47,8 @@ pub enum Kind {
     Stat = 10,
     BenchSink = 11,
     BenchSource = 12,
+    /// A reader found the receiver's cell corrupt (body: [`GetCellReq`]); answered `Ok`.
+    ReportCorrupt = 13,
     Ok = 64,
     Err = 65,
     CellData = 66,
@@ -73,6 +76,7 @@ impl Kind {
             10 => Stat,
             11 => BenchSink,
             12 => BenchSource,
+            13 => ReportCorrupt,
             64 => Ok,
             65 => Err,
             66 => CellData,
@@ -229,7 +233,11 @@ pub struct Hello {
 }
 
 /// 2: `List` is paged ([`ListReq`], [`ListPage`]).
-pub const PROTOCOL_VERSION: u32 = 2;
+/// 3: `ReportCorrupt` requests; [`NodeStats`] carries the scrub's counters.
+pub const PROTOCOL_VERSION: u32 = 3;
+/// The first protocol version whose nodes take `ReportCorrupt` (older ones
+/// would drop the connection on the unknown kind).
+pub const REPORT_CORRUPT_SINCE: u32 = 3;
 
 /// A `List` request: committed objects under `prefix` whose path sorts after
 /// `after` (the last path of the previous page; `None` for the first).
@@ -354,6 +362,8 @@ pub struct NodeStats {
     pub reclaimed_fragments: u64,
     pub protocol_violations: u64,
     pub uptime_secs: u64,
+    /// The background scrub's counters (cells verified, bad cells found and rebuilt).
+    pub scrub: ScrubStats,
 }
 
 /// An error as sent back to the requester: enough to rebuild the variants

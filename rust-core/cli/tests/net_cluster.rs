@@ -585,7 +585,8 @@ fn corrupt_cells_are_rebuilt_when_a_reader_reports_them_and_by_the_scrub() {
     assert_eq!(std::fs::read(&file).unwrap(), good, "the cell's bytes are good again");
 
     // Rot while a node is down; it comes back scrubbing and finds it itself.
-    let y = c.index_of(&h[1]);
+    // (Not node 0: it bootstraps from nobody, and comes back on a new port.)
+    let (fy, y) = h.iter().enumerate().skip(1).map(|(f, p)| (f, c.index_of(p))).find(|&(_, i)| i != 0).unwrap();
     c.kill9(y);
     let file = only_fragment_file(&c, y);
     let good = std::fs::read(&file).unwrap();
@@ -596,10 +597,10 @@ fn corrupt_cells_are_rebuilt_when_a_reader_reports_them_and_by_the_scrub() {
     args.extend(["--scrub-interval".into(), "1".into()]);
     c.restart(y);
     c.wait_live(6);
-    c.wait_for("the scrub to rebuild the rotten cell", |c| node_stat(c, &h[1], "cells_rebuilt") == 1);
+    c.wait_for("the scrub to rebuild the rotten cell", |c| node_stat(c, &h[fy], "cells_rebuilt") == 1);
     // (Found more than once if the first pass ran before the peers were back: that rebuild failed.)
-    assert!(node_stat(&c, &h[1], "scrub_corrupt") >= 1);
-    assert!(node_stat(&c, &h[1], "scrubbed_cells") >= 4);
+    assert!(node_stat(&c, &h[fy], "scrub_corrupt") >= 1);
+    assert!(node_stat(&c, &h[fy], "scrubbed_cells") >= 4);
     assert_eq!(std::fs::read(&file).unwrap(), good, "the cell's bytes are good again");
     assert_eq!(c.get("/s/obj").unwrap(), data);
 }

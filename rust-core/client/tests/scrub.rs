@@ -213,3 +213,28 @@ fn scrub_reads_at_its_rate() {
         assert_eq!(corrupt_found, 0);
     });
 }
+
+/// Figure, not a check: how fast one node verifies its cells with no rate
+/// limit (disk store, page cache warm). Run with
+/// `cargo test --profile ci -p fragstate-client --test scrub -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn scrub_throughput_unlimited() {
+    let dir = tempfile::tempdir().unwrap();
+    rt().block_on(async {
+        let mesh = disk_mesh(dir.path(), 6);
+        let params = CodingParams::new(4, 2, 1 << 20, Compression::None).unwrap();
+        let c = Client::new(mesh.clone(), ClientConfig { params, hedge: 0, ..ClientConfig::default() }).unwrap();
+        for i in 0..4 {
+            write(&c, &format!("fragstate://c/j/chk-1/big-{i}"), &payload(64 << 20, i)).await;
+        }
+        let id = mesh.node_ids()[0].clone();
+        let shared = mesh.scrub_shared(&id).unwrap();
+        let mut s = Scrubber::new(mesh.store(&id).unwrap(), client(&mesh), shared.clone(), ScrubConfig { rate: u64::MAX / 4, ..ScrubConfig::default() });
+        let t = std::time::Instant::now();
+        s.run_pass().await;
+        let secs = t.elapsed().as_secs_f64();
+        let st = shared.stats();
+        println!("scrub: {} cells, {} MiB in {:.3} s = {:.0} MiB/s", st.cells_scrubbed, st.bytes_scrubbed >> 20, secs, st.bytes_scrubbed as f64 / (1 << 20) as f64 / secs);
+    });
+}

@@ -542,3 +542,68 @@ fn dns_bootstrap_addresses_resolve_for_nodes_and_clients() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("/dns4/localhost/tcp/0") && err.contains("/ip4/0.0.0.0/tcp/7710"), "{}", text(&out));
 }
+
+/// The one fragment file in node `i`'s store directory.
+fn only_fragment_file(c: &Cluster, i: usize) -> PathBuf {
+    let dir = c.dir.path().join(format!("store-{i}")).join("fragments");
+    let files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files[0].clone()
+}
+
+/// Flips three bytes of the cell of `stripe` in a fragment file, behind its node's back.
+fn flip_cell_on_disk(file: &Path, stripe: usize) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new().read(true).write(true).open(file).unwrap();
+    let (offset, frame) = fragstate_store::scan_fragment_file(&f, file).unwrap().cells[stripe];
+    for at in [offset, offset + frame.len as u64 / 2, offset + frame.len as u64 - 1] {
+        let mut b = [0u8; 1];
+        f.read_exact_at(&mut b, at).unwrap();
+        f.write_all_at(&[!b[0]], at).unwrap();
+    }
+}
+
+fn node_stat(c: &Cluster, peer: &str, field: &str) -> u64 {
+    c.stats().iter().find(|m| m["node"] == peer).map_or(0, |m| m[field].parse().unwrap())
+}
+
+#[test]
+fn corrupt_cells_are_rebuilt_when_a_reader_reports_them_and_by_the_scrub() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = Cluster::new();
+    // No scrub pass at first: only a reader's report can get a cell rebuilt.
+    c.start(6, true, &["--scrub-rate", "0"]);
+    let data = payload(1 << 20, 31);
+    let h = c.put(&data, "/s/obj", SMALL_CELLS);
+
+    // A data cell flipped on disk: the read falls back to parity and reports it.
+    let x = c.index_of(&h[0]);
+    let file = only_fragment_file(&c, x);
+    let good = std::fs::read(&file).unwrap();
+    flip_cell_on_disk(&file, 1);
+    assert_eq!(c.get("/s/obj").unwrap(), data);
+    c.wait_for("the reported cell to be rebuilt", |c| node_stat(c, &h[0], "cells_rebuilt") == 1);
+    assert_eq!(node_stat(&c, &h[0], "corrupt_reports_confirmed"), 1);
+    assert_eq!(node_stat(&c, &h[0], "scrub_passes"), 0);
+    assert_eq!(std::fs::read(&file).unwrap(), good, "the cell's bytes are good again");
+
+    // Rot while a node is down; it comes back scrubbing and finds it itself.
+    // (Not node 0: it bootstraps from nobody, and comes back on a new port.)
+    let (fy, y) = h.iter().enumerate().skip(1).map(|(f, p)| (f, c.index_of(p))).find(|&(_, i)| i != 0).unwrap();
+    c.kill9(y);
+    let file = only_fragment_file(&c, y);
+    let good = std::fs::read(&file).unwrap();
+    flip_cell_on_disk(&file, 3);
+    let args = &mut c.nodes[y].args;
+    let at = args.iter().position(|a| a == "--scrub-rate").unwrap();
+    args[at + 1] = "64MiB".into();
+    args.extend(["--scrub-interval".into(), "1".into()]);
+    c.restart(y);
+    c.wait_live(6);
+    c.wait_for("the scrub to rebuild the rotten cell", |c| node_stat(c, &h[fy], "cells_rebuilt") == 1);
+    // (Found more than once if the first pass ran before the peers were back: that rebuild failed.)
+    assert!(node_stat(&c, &h[fy], "scrub_corrupt") >= 1);
+    assert!(node_stat(&c, &h[fy], "scrubbed_cells") >= 4);
+    assert_eq!(std::fs::read(&file).unwrap(), good, "the cell's bytes are good again");
+    assert_eq!(c.get("/s/obj").unwrap(), data);
+}

@@ -36,6 +36,8 @@ pub struct ClientStats {
     /// Stripes that needed parity (a data cell was missing, corrupt or slow).
     pub stripes_reconstructed: u64,
     pub corrupt_cells: u64,
+    /// Corrupt cells reported to their holder (which verifies and rebuilds them).
+    pub corrupt_cells_reported: u64,
     pub failed_requests: u64,
     /// Fragments moved to another node during a write (a holder failed or was full).
     pub fragments_replaced: u64,
@@ -63,7 +65,8 @@ impl Client {
     pub fn new(transport: Arc<dyn Transport>, cfg: ClientConfig) -> Result<Self> {
         cfg.validate()?;
         let requests = Semaphore::new(cfg.max_inflight_requests);
-        Ok(Client { ctx: Arc::new(Ctx { transport, cfg, requests, counters: Counters::default(), stripe_buffers: StripeBuffers::default() }) })
+        let ctx = Ctx { transport, cfg, requests, counters: Counters::default(), stripe_buffers: StripeBuffers::default(), reports_in_flight: Arc::default() };
+        Ok(Client { ctx: Arc::new(ctx) })
     }
 
     pub fn config(&self) -> &ClientConfig {
@@ -192,6 +195,26 @@ impl Client {
         crate::repair::repair_object(&self.ctx, manifest).await
     }
 
+    /// Cell `index` of `stripe` of the object `manifest` describes, rebuilt
+    /// from `k` cells of the other holders and checked against the manifest.
+    pub async fn rebuild_cell(&self, manifest: &Manifest, index: usize, stripe: u32) -> Result<bytes::Bytes> {
+        crate::repair::rebuild_one_cell(&self.ctx, manifest, index, stripe).await
+    }
+
+    /// Waits up to `timeout` until every corrupt-cell report this client
+    /// sent has been delivered (a short-lived process, before it exits);
+    /// returns whether none is left.
+    pub async fn settle_reports(&self, timeout: std::time::Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while self.ctx.reports_in_flight.load(Ordering::Acquire) > 0 {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        true
+    }
+
     pub fn stats(&self) -> ClientStats {
         let c = &self.ctx.counters;
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -204,6 +227,7 @@ impl Client {
             bytes_fetched: g(&c.bytes_fetched),
             stripes_reconstructed: g(&c.stripes_reconstructed),
             corrupt_cells: g(&c.corrupt_cells),
+            corrupt_cells_reported: g(&c.corrupt_cells_reported),
             failed_requests: g(&c.failed_requests),
             fragments_replaced: g(&c.fragments_replaced),
             fragments_repaired: g(&c.fragments_repaired),

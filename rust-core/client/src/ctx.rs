@@ -31,6 +31,7 @@ pub(crate) struct Counters {
     pub bytes_fetched: AtomicU64,
     pub stripes_reconstructed: AtomicU64,
     pub corrupt_cells: AtomicU64,
+    pub corrupt_cells_reported: AtomicU64,
     pub failed_requests: AtomicU64,
     pub fragments_replaced: AtomicU64,
     pub fragments_repaired: AtomicU64,
@@ -52,6 +53,8 @@ pub(crate) struct Ctx {
     pub requests: Semaphore,
     pub counters: Counters,
     pub stripe_buffers: StripeBuffers,
+    /// Corrupt-cell reports sent and not yet answered ([`crate::Client::settle_reports`]).
+    pub reports_in_flight: Arc<AtomicU64>,
 }
 
 impl Ctx {

@@ -7,6 +7,9 @@
 //! [`reader`] → [`ctx`] (shared context, counters, broadcast delete) → `buffers` (stripe buffers reused across writes),
 //! [`config`], [`transport`]. [`mesh`] is a `Transport` of N in-process
 //! nodes over `fragstate-store`, with fault injection for tests.
+//! [`scrub`] decides what a node's background scrub verifies next (pure,
+//! no I/O); [`scrubber`] runs it on a store and rebuilds bad cells through
+//! a [`Client`] (above `client`, below `mesh`).
 
 pub mod client;
 pub mod config;
@@ -15,6 +18,8 @@ mod ctx;
 pub mod mesh;
 pub mod reader;
 mod repair;
+pub mod scrub;
+pub mod scrubber;
 pub mod transport;
 pub mod writer;
 

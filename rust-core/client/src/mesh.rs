@@ -15,6 +15,7 @@ use fragstate_core::error::{Error, Result};
 use fragstate_core::format::{FragmentHeader, Manifest, ObjectSummary};
 use fragstate_core::ids::FragmentKey;
 use fragstate_store::FragmentStore;
+use crate::scrubber::ScrubShared;
 use crate::transport::{FragmentSink, Transport};
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
 use fragstate_core::ids::NodeId;
@@ -27,6 +28,8 @@ struct MeshNode {
     store: Arc<FragmentStore>,
     alive: AtomicBool,
     delay_micros: AtomicU64,
+    /// Where readers' corrupt-cell reports go (a [`crate::scrubber::Scrubber`] of the node takes them).
+    scrub: Arc<ScrubShared>,
 }
 
 impl MeshNode {
@@ -67,6 +70,7 @@ impl Mesh {
                     store: Arc::new(store),
                     alive: AtomicBool::new(true),
                     delay_micros: AtomicU64::new(0),
+                    scrub: ScrubShared::new(),
                 })
             })
             .collect();
@@ -94,6 +98,11 @@ impl Mesh {
 
     pub fn store(&self, id: &NodeId) -> Result<Arc<FragmentStore>> {
         Ok(self.node(id)?.store.clone())
+    }
+
+    /// The node's scrub inbox and counters (run a [`crate::scrubber::Scrubber`] with it).
+    pub fn scrub_shared(&self, id: &NodeId) -> Result<Arc<ScrubShared>> {
+        Ok(self.node(id)?.scrub.clone())
     }
 
     /// Fault injection: the node stops answering (its store is kept, as on a
@@ -192,5 +201,12 @@ impl Transport for Mesh {
         let n = self.node(node)?;
         n.enter().await?;
         n.store.delete(target)
+    }
+
+    async fn report_corrupt(&self, node: &NodeId, key: &FragmentKey, stripe: u32) -> Result<()> {
+        let n = self.node(node)?;
+        n.enter().await?;
+        n.scrub.report(key.clone(), stripe);
+        Ok(())
     }
 }

@@ -106,8 +106,9 @@ impl FragmentSet<'_> {
                     }
                     Ok(_) => {
                         bump(&ctx.counters.corrupt_cells, 1);
-                        tracing::warn!(path = %self.path, stripe, fragment = i, %node, "cell checksum mismatch: treating the cell as missing");
+                        tracing::warn!(path = %self.path, stripe, fragment = i, %node, "cell checksum mismatch: treating the cell as missing and reporting it to its holder");
                         corrupt.push(i);
+                        self.report_corrupt(ctx, node, i, stripe);
                     }
                     Err(e) => {
                         bump(&ctx.counters.failed_requests, 1);
@@ -126,6 +127,22 @@ impl FragmentSet<'_> {
             bump(&ctx.counters.stripes_reconstructed, 1);
         }
         Ok(FetchedStripe { cells, served_by, reconstructed })
+    }
+}
+
+impl FragmentSet<'_> {
+    /// Tells the holder of fragment `index` that its cell of `stripe` is
+    /// corrupt, without waiting: it verifies the cell and rebuilds it.
+    fn report_corrupt(&self, ctx: &Ctx, node: NodeId, index: usize, stripe: u32) {
+        bump(&ctx.counters.corrupt_cells_reported, 1);
+        let (transport, key, in_flight) = (ctx.transport.clone(), self.key(index), ctx.reports_in_flight.clone());
+        in_flight.fetch_add(1, Ordering::AcqRel);
+        tokio::spawn(async move {
+            if let Err(e) = transport.report_corrupt(&node, &key, stripe).await {
+                tracing::debug!(path = %key.path, fragment = key.index, stripe, %node, error = %e, "corrupt cell report not delivered");
+            }
+            in_flight.fetch_sub(1, Ordering::AcqRel);
+        });
     }
 }
 

@@ -120,6 +120,33 @@ impl Fragments<'_> {
     }
 }
 
+/// Cell `index` of `stripe` of a committed object, rebuilt from `k` cells of
+/// the other holders and checked against the manifest (the scrub's rebuild of
+/// a bad stored cell: its holder then writes it back).
+pub(crate) async fn rebuild_one_cell(ctx: &Ctx, manifest: &Manifest, index: usize, stripe: u32) -> Result<Bytes> {
+    manifest.validate()?;
+    let info = manifest.stripes.get(stripe as usize).ok_or_else(|| Error::InvalidState {
+        path: manifest.path.clone(),
+        reason: format!("stripe {stripe} is past the object's {} stripes", manifest.stripes.len()),
+    })?;
+    if index >= manifest.holders.len() {
+        return Err(Error::invalid("fragment index", index, format!("< k + m = {}", manifest.holders.len())));
+    }
+    let codec = StripeCodec::new(manifest.params)?;
+    let path: Arc<str> = Arc::from(manifest.path.as_str());
+    let frags = Fragments {
+        path: &path,
+        write_id: manifest.write_id,
+        created_unix_ms: manifest.created_unix_ms,
+        codec: &codec,
+        holders: &manifest.holders,
+        stripes: &manifest.stripes,
+    };
+    let sources = FragmentSet { path: &path, write_id: manifest.write_id, holders: &manifest.holders, codec: &codec };
+    let (_, _, cell) = frags.rebuild_cell(ctx, &sources, index, stripe, info).await?;
+    Ok(cell)
+}
+
 /// Rebuilds every fragment of a committed object whose holder is not live,
 /// then publishes a new manifest revision to all holders.
 pub(crate) async fn repair_object(ctx: &Ctx, manifest: Arc<Manifest>) -> Result<usize> {

@@ -36,6 +36,13 @@ pub trait Transport: Send + Sync + 'static {
     async fn list(&self, node: &NodeId, prefix: &str) -> Result<Vec<ObjectSummary>>;
 
     async fn delete(&self, node: &NodeId, target: &DeleteTarget) -> Result<DeleteStats>;
+
+    /// Tells `node` that its cell of `key` in `stripe` failed its checksum at
+    /// a reader, so that it verifies the cell and rebuilds it from the other
+    /// holders. Best effort: a node that cannot take reports ignores them.
+    async fn report_corrupt(&self, _node: &NodeId, _key: &FragmentKey, _stripe: u32) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The receiving end of one fragment upload.

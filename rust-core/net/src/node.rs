@@ -12,6 +12,7 @@ use libp2p::{Multiaddr, PeerId, Stream};
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
 
+use fragstate_client::scrubber::ScrubShared;
 use fragstate_client::transport::Transport;
 use fragstate_core::error::{Error, Result};
 use fragstate_core::ids::{now_unix_ms, NodeId};
@@ -70,6 +71,7 @@ impl NetNode {
             tombstones: Mutex::new(tombstones),
             membership: Notify::new(),
             counters: Counters::default(),
+            scrub: ScrubShared::new(),
             started: Instant::now(),
             shutdown,
             uploads: PeerLimit::new(UPLOADS_PER_PEER),
@@ -142,6 +144,11 @@ impl NetNode {
     /// Changes to `true` when the node stops.
     pub(crate) fn shutdown_signal(&self) -> watch::Receiver<bool> {
         self.inner.shutdown.subscribe()
+    }
+
+    /// The scrub's report inbox and counters.
+    pub(crate) fn scrub_shared(&self) -> &Arc<ScrubShared> {
+        &self.inner.scrub
     }
 
     pub(crate) fn counters(&self) -> &Counters {

@@ -148,6 +148,16 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeI
             let r = blocking(|| inner.local_delete(&target));
             reply(s, r, |st| (Kind::Deleted, wire::encode(&WireDeleteStats::from(st)))).await
         }
+        Kind::ReportCorrupt => {
+            let r: GetCellReq = wire::decode("report corrupt", &f.body)?;
+            let key = FragmentKey { path: Arc::from(r.path.as_str()), write_id: r.write_id, index: r.index };
+            tracing::debug!(%peer, path = %key.path, fragment = key.index, stripe = r.stripe, "a reader reports a corrupt cell");
+            // A client node holds nothing: the report is ignored.
+            if inner.cfg.store.is_some() {
+                inner.scrub.report(key, r.stripe);
+            }
+            wire::write_frame(s, Kind::Ok, &[], &[]).await
+        }
         Kind::Stat => wire::write_frame(s, Kind::Stats, &wire::encode(&inner.stats()), &[]).await,
         #[cfg(feature = "bench")]
         Kind::BenchSink | Kind::BenchSource if inner.cfg.serve_bench_frames => serve_bench(s, f).await,

@@ -1,12 +1,16 @@
 //! The background services of a storage node: repair of objects that lost
-//! a holder (rate-limited, counted in stats) and reclaim of fragments whose
-//! writer never committed them. They use the node only through its public
+//! a holder (rate-limited, counted in stats), the scrub of its own stored
+//! cells (`fragstate_client::scrubber`: bad cells rebuilt from the other
+//! holders, reported ones first) and reclaim of fragments whose writer never
+//! committed them. They use the node only through its public
 //! face: `Transport`, `down_since`, its store, its counters.
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use fragstate_client::scrub::ScrubConfig;
+use fragstate_client::scrubber::Scrubber;
 use fragstate_client::transport::Transport;
 use fragstate_client::{Client, ClientConfig};
 use fragstate_core::ids::NodeId;
@@ -26,6 +30,9 @@ pub struct ServiceConfig {
     /// Fragments that no manifest commits are reclaimed after this age.
     pub reclaim_after: Duration,
     pub reclaim_interval: Duration,
+    /// The background scrub: its rate (0: only reported cells are verified)
+    /// and how often a pass may start.
+    pub scrub: ScrubConfig,
 }
 
 impl Default for ServiceConfig {
@@ -36,6 +43,7 @@ impl Default for ServiceConfig {
             repair_rate: 200 * 1024 * 1024,
             reclaim_after: Duration::from_secs(600),
             reclaim_interval: Duration::from_secs(30),
+            scrub: ScrubConfig::default(),
         }
     }
 }
@@ -56,7 +64,7 @@ impl NetNode {
         }
     }
 
-    /// Starts the repair and reclaim loops (storage nodes).
+    /// Starts the repair, scrub and reclaim loops (storage nodes).
     pub fn start_services(&self, cfg: ServiceConfig) {
         if self.store().is_none() {
             return;
@@ -64,6 +72,9 @@ impl NetNode {
         let node = self.clone();
         let c = cfg.clone();
         self.spawn(async move { repair_loop(node, c).await });
+        let node = self.clone();
+        let scrub = cfg.scrub.clone();
+        self.spawn(async move { scrub_loop(node, scrub).await });
         let node = self.clone();
         self.spawn(async move { reclaim_loop(node, cfg).await });
     }
@@ -151,6 +162,26 @@ async fn repair_loop(node: NetNode, cfg: ServiceConfig) {
             }
         }
     }
+}
+
+async fn scrub_loop(node: NetNode, cfg: ScrubConfig) {
+    let Some(store) = node.store().cloned() else { return };
+    // Rebuilds ask exactly k other holders first (hedge 0), like the node's own reads.
+    let client_cfg = ClientConfig { writer_id: format!("scrub@{}", node.id()), ..node.client_config(true) };
+    let client = match Client::new(std::sync::Arc::new(node.clone()), client_cfg) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "scrub disabled");
+            return;
+        }
+    };
+    let mut shutdown = node.shutdown_signal();
+    let scrubber = Scrubber::new(store, client, node.scrub_shared().clone(), cfg);
+    scrubber
+        .run(async move {
+            let _ = shutdown.wait_for(|stop| *stop).await;
+        })
+        .await;
 }
 
 async fn reclaim_loop(node: NetNode, cfg: ServiceConfig) {

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use fragstate_core::error::{Error, Result};
 use fragstate_core::ids::NodeId;
+use fragstate_client::scrubber::ScrubShared;
 use fragstate_store::FragmentStore;
 use libp2p::{Multiaddr, PeerId, Stream};
 use tokio::sync::{mpsc, watch, Notify};
@@ -56,6 +57,8 @@ pub(crate) struct Inner {
     pub(crate) tombstones: Mutex<Tombstones>,
     pub(crate) membership: Notify,
     pub counters: Counters,
+    /// Corrupt-cell reports for this node's scrubber, and its counters.
+    pub(crate) scrub: Arc<ScrubShared>,
     pub(crate) started: Instant,
     pub(crate) shutdown: watch::Sender<bool>,
     /// Fragment uploads in progress, per writing peer ([`UPLOADS_PER_PEER`]).
@@ -117,6 +120,7 @@ impl Inner {
             streams_refused: g(&c.streams_refused),
             uploads_refused: g(&c.uploads_refused),
             uptime_secs: self.started.elapsed().as_secs(),
+            scrub: self.scrub.stats(),
         }
     }
 

@@ -159,6 +159,17 @@ impl Transport for NetNode {
         }
     }
 
+    async fn report_corrupt(&self, node: &NodeId, key: &FragmentKey, stripe: u32) -> Result<()> {
+        let inner = &self.inner;
+        if node == &inner.id {
+            inner.scrub.report(key.clone(), stripe);
+            return Ok(());
+        }
+        let req = GetCellReq { path: key.path.to_string(), write_id: key.write_id, index: key.index, stripe };
+        let f = inner.request(node, Kind::ReportCorrupt, &wire::encode(&req), &[]).await?;
+        expect_kind(node, &f, Kind::Ok)
+    }
+
     async fn delete(&self, node: &NodeId, target: &DeleteTarget) -> Result<DeleteStats> {
         let inner = &self.inner;
         if node == &inner.id {

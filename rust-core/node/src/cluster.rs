@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fragstate_core::error::{Error, Result};
+use fragstate_client::scrub::ScrubConfig;
 use fragstate_net::{failure_domain, key, open_disk_node, NetConfig, NetNode, Role, ServiceConfig};
 use fragstate_store::{claim_slot, FragmentStore};
 
@@ -15,7 +16,7 @@ use crate::config::NodeConfig;
 const STORE_SLOTS: usize = 64;
 
 /// Starts the storage node of a Flink process (`node::Mode::Cluster`) from
-/// the plugin's settings, with repair and reclaim running, and waits up to
+/// the plugin's settings, with repair, scrub and reclaim running, and waits up to
 /// 5 s for `fragments` other storage nodes (a write needs `k + m` nodes
 /// besides the writer's own); fewer is logged, not an error. A `store_dir`
 /// is a parent: the node claims its first free `node-N` ([`claim_slot`]).
@@ -57,7 +58,7 @@ pub(crate) async fn start_cluster_member(config: &NodeConfig, fragments: usize) 
     cfg.tombstone_file = tombstones;
     cfg.domain = failure_domain(config.failure_domain.as_deref());
     let node = NetNode::start(cfg).await?;
-    node.start_services(ServiceConfig::default());
+    node.start_services(ServiceConfig { scrub: ScrubConfig { rate: config.scrub_rate, ..ScrubConfig::default() }, ..ServiceConfig::default() });
     tracing::info!(peer = %node.id(), addrs = ?node.listen_addrs(), "fragstate cluster node started");
     if let Err(e) = node.wait_for_storage_nodes(fragments + 1, Duration::from_secs(5)).await {
         tracing::warn!(error = %e, "not enough storage nodes yet; writes fail until k + m other nodes are live");

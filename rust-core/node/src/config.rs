@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use fragstate_client::config::READ_AHEAD;
+use fragstate_client::scrub::{DEFAULT_SCRUB_RATE, MAX_SCRUB_RATE};
 use fragstate_client::ClientConfig;
 use fragstate_core::error::{Error, Result};
 use fragstate_core::params::{CodingParams, Compression, MAX_CELL_SIZE, MAX_FRAGMENTS, MIN_CELL_SIZE, ZSTD_LEVELS};
@@ -28,6 +29,7 @@ pub fn limits_json() -> String {
         "localMeshNodes": range(*LOCAL_MESH_NODES.start() as u64, *LOCAL_MESH_NODES.end() as u64),
         "readAhead": range(*READ_AHEAD.start() as u64, *READ_AHEAD.end() as u64),
         "storeMemory": range(MIN_CELL_SIZE as u64, i64::MAX as u64),
+        "scrubRate": range(0, MAX_SCRUB_RATE),
     })
     .to_string()
 }
@@ -63,6 +65,9 @@ pub struct NodeConfig {
     pub insecure_no_cluster_key: bool,
     pub failure_domain: Option<String>,
     pub read_ahead: usize,
+    /// Stored bytes per second the background scrub verifies (per process:
+    /// split over an embedded mesh); 0: off (reported cells are still rebuilt).
+    pub scrub_rate: u64,
     pub log_level: String,
 }
 
@@ -84,6 +89,7 @@ impl Default for NodeConfig {
             insecure_no_cluster_key: false,
             failure_domain: None,
             read_ahead: ClientConfig::default().read_ahead,
+            scrub_rate: DEFAULT_SCRUB_RATE,
             log_level: "info".into(),
         }
     }
@@ -115,6 +121,9 @@ impl NodeConfig {
         let min_memory = MIN_CELL_SIZE as u64;
         if self.store_memory < min_memory {
             return Err(Error::invalid("store memory", self.store_memory, format!("at least {min_memory} bytes")));
+        }
+        if self.scrub_rate > MAX_SCRUB_RATE {
+            return Err(Error::invalid("scrub rate", self.scrub_rate, format!("0 (off) ≤ bytes per second ≤ {MAX_SCRUB_RATE}")));
         }
         let params = self.coding_params()?;
         let cfg = ClientConfig { params, read_ahead: self.read_ahead, hedge: params.m().min(1), ..ClientConfig::default() };

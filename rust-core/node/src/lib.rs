@@ -11,6 +11,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use fragstate_client::mesh::Mesh;
+use fragstate_client::scrub::ScrubConfig;
+use fragstate_client::scrubber::{ScrubStats, Scrubber};
 use fragstate_client::{Client, ClientConfig};
 use fragstate_core::error::{Error, Result};
 use fragstate_net::NetNode;
@@ -24,6 +26,8 @@ pub struct Node {
     client: Client,
     mesh: Option<Arc<Mesh>>,
     net: Option<NetNode>,
+    /// Stops the embedded mesh's scrubbers.
+    stop_scrub: Option<tokio::sync::watch::Sender<bool>>,
 }
 
 impl Node {
@@ -57,8 +61,9 @@ impl Node {
                     .collect::<Result<Vec<_>>>()?;
                 let mesh = Mesh::from_stores(stores);
                 let client = Client::new(mesh.clone(), client_config)?;
+                let stop_scrub = start_mesh_scrub(&mesh, &client, config.scrub_rate);
                 tracing::info!(nodes = n, k = config.data_fragments, m = config.parity_fragments, dir = ?config.store_dir, "embedded fragstate mesh started");
-                Ok(Node { config, client, mesh: Some(mesh), net: None })
+                Ok(Node { config, client, mesh: Some(mesh), net: None, stop_scrub })
             }
             Mode::Cluster => {
                 // Called from a plain thread that entered the runtime (the JNI layer), never from a task.
@@ -74,7 +79,7 @@ impl Node {
                     ..net.client_config(false)
                 };
                 let client = Client::new(Arc::new(net.clone()), client_config)?;
-                Ok(Node { config, client, mesh: None, net: Some(net) })
+                Ok(Node { config, client, mesh: None, net: Some(net), stop_scrub: None })
             }
         }
     }
@@ -111,6 +116,20 @@ impl Node {
         self.mesh.as_ref()
     }
 
+    /// The scrub counters of this process's storage: its network node, or
+    /// every node of its embedded mesh summed.
+    pub fn scrub_stats(&self) -> ScrubStats {
+        let mut total = self.net.as_ref().map(|n| n.stats().scrub).unwrap_or_default();
+        if let Some(mesh) = &self.mesh {
+            for id in mesh.node_ids() {
+                if let Ok(s) = mesh.scrub_shared(&id) {
+                    total += s.stats();
+                }
+            }
+        }
+        total
+    }
+
     /// Counters and holdings as one JSON object, for metrics.
     pub fn stats_json(&self) -> String {
         let live = self.client.transport().live_nodes();
@@ -137,6 +156,7 @@ impl Node {
             "bytesHeld": bytes,
             "manifestsHeld": manifests,
             "client": self.client.stats(),
+            "scrub": self.scrub_stats(),
             "network": self.net.as_ref().map(|n| n.stats()),
         })
         .to_string()
@@ -145,11 +165,32 @@ impl Node {
 
 impl Drop for Node {
     fn drop(&mut self) {
+        if let Some(stop) = &self.stop_scrub {
+            let _ = stop.send(true);
+        }
         if let Some(net) = &self.net {
             // Its tasks end by themselves and close the connections.
             net.stop();
         }
     }
+}
+
+/// Starts a scrubber for every node of an embedded mesh, the process's rate
+/// split evenly over them, when a runtime is entered (the JNI layer enters
+/// one); without a runtime the mesh is not scrubbed.
+fn start_mesh_scrub(mesh: &Arc<Mesh>, client: &Client, rate: u64) -> Option<tokio::sync::watch::Sender<bool>> {
+    let handle = tokio::runtime::Handle::try_current().ok()?;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let share = if rate == 0 { 0 } else { (rate / mesh.len().max(1) as u64).max(1) };
+    for id in mesh.node_ids() {
+        let (Ok(store), Ok(shared)) = (mesh.store(&id), mesh.scrub_shared(&id)) else { continue };
+        let scrubber = Scrubber::new(store, client.clone(), shared, ScrubConfig { rate: share, ..ScrubConfig::default() });
+        let mut stopped = stopped.clone();
+        handle.spawn(scrubber.run(async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        }));
+    }
+    Some(stop)
 }
 
 #[cfg(test)]
@@ -207,5 +248,12 @@ mod tests {
         let memory_min = bound("storeMemory", "min");
         assert!(NodeConfig { store_memory: memory_min, ..NodeConfig::default() }.client_config().is_ok());
         assert!(NodeConfig { store_memory: memory_min - 1, ..NodeConfig::default() }.client_config().is_err());
+        let (scrub_min, scrub_max) = (bound("scrubRate", "min"), bound("scrubRate", "max"));
+        assert_eq!(scrub_min, 0, "0 turns the scrub off");
+        for (rate, ok) in [(scrub_min, true), (scrub_max, true), (scrub_max + 1, false)] {
+            assert_eq!(NodeConfig { scrub_rate: rate, ..NodeConfig::default() }.client_config().is_ok(), ok, "scrub rate {rate}");
+        }
+        let e = NodeConfig::from_json(r#"{"scrubRate":1}"#).unwrap();
+        assert_eq!(e.scrub_rate, 1);
     }
 }

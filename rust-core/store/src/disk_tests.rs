@@ -194,3 +194,66 @@ fn a_cell_beyond_what_the_file_system_has_left_is_refused_with_the_numbers() {
     assert_eq!(e.to_string(), "node n0: store full: 201 of 250 bytes used, 118 more requested");
     assert_eq!(store.usage().cells, 2);
 }
+
+#[test]
+fn scrub_rewrites_a_bad_cell_in_place_and_appends_a_lost_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = header("fragstate://c/j/chk-1/scrubbed", 1);
+    let key = h.key();
+    {
+        let store = FragmentStore::open_dir("n0", dir.path(), u64::MAX, true).unwrap();
+        store.begin_fragment(&h).unwrap();
+        for s in 0..3 {
+            append(&store, &key, s).unwrap();
+        }
+        store.finish_fragment(&key).unwrap();
+        let m = Manifest {
+            path: h.path.clone(),
+            write_id: 7,
+            revision: 0,
+            length: 1,
+            params: h.params,
+            holders: vec![],
+            stripes: vec![],
+            created_unix_ms: 0,
+            writer: "t".into(),
+        };
+        // Committed only while the manifest names the write.
+        assert!(store.committed_fragments().is_empty());
+        lock(&store.state).manifests.insert(m.path.clone(), Arc::new(m.clone()));
+        assert_eq!(store.committed_fragments().iter().map(|f| f.0.clone()).collect::<Vec<_>>(), vec![key.clone()]);
+        lock(&store.state).manifests.insert(m.path.clone(), Arc::new(Manifest { write_id: 8, ..m }));
+        assert!(store.committed_fragments().is_empty());
+
+        store.corrupt_cell(&key, 1).unwrap();
+        assert_ne!(store.get_cell(&key, 1).unwrap(), cell(&key.path, 1));
+        let good = cell(&key.path, 1);
+        assert!(store.rewrite_cell(&key, 1, format::cell_checksum(&good), good.clone()).unwrap());
+        assert_eq!(store.get_cell(&key, 1).unwrap(), good);
+        // Another length is not rewritten in place; a stripe past the next is refused.
+        let e = store.rewrite_cell(&key, 1, 0, Bytes::from(vec![0u8; 5])).unwrap_err().to_string();
+        assert!(e.contains("not rewritten in place"), "{e}");
+        assert!(store.rewrite_cell(&key, 5, 0, good).is_err());
+        let other = FragmentKey { index: 2, ..key.clone() };
+        assert!(!store.rewrite_cell(&other, 0, 0, Bytes::from_static(b"x")).unwrap(), "a fragment not held");
+    }
+    // The rewrite is on disk: a reopened store reads the good cell. Then the
+    // file loses its last cell and a half (a torn tail is cut on open).
+    let file = fs::read_dir(dir.path().join("fragments")).unwrap().next().unwrap().unwrap().path();
+    {
+        let store = FragmentStore::open_dir("n0", dir.path(), u64::MAX, true).unwrap();
+        assert_eq!(store.get_cell(&key, 1).unwrap(), cell(&key.path, 1));
+    }
+    let len = fs::metadata(&file).unwrap().len();
+    fs::OpenOptions::new().write(true).open(&file).unwrap().set_len(len - 50).unwrap();
+    let store = FragmentStore::open_dir("n0", dir.path(), u64::MAX, true).unwrap();
+    assert!(matches!(store.get_cell(&key, 2), Err(Error::CellNotFound { .. })));
+    let c2 = cell(&key.path, 2);
+    assert!(store.rewrite_cell(&key, 2, format::cell_checksum(&c2), c2.clone()).unwrap());
+    drop(store);
+    let store = FragmentStore::open_dir("n0", dir.path(), u64::MAX, true).unwrap();
+    for s in 0..3 {
+        assert_eq!(store.get_cell(&key, s).unwrap(), cell(&key.path, s), "stripe {s}");
+    }
+    assert_eq!(fs::metadata(&file).unwrap().len(), len);
+}

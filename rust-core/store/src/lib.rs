@@ -34,6 +34,7 @@ mod disk_tests;
 mod file;
 mod handles;
 mod remove;
+mod rewrite;
 mod space;
 #[cfg(test)]
 mod tests;

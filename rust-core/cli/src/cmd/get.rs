@@ -33,6 +33,8 @@ pub(crate) fn get(args: ClusterArgs, path: String, dst: PathBuf) -> Result<()> {
             out.flush().map_err(|e| Error::io(format!("write {}", dst.display()), e))?;
             let st = r.stats();
             eprintln!("get {path}: {}; {st:?}", progress.done(total));
+            // Corrupt cells met on the way are reported to their holders before the process ends.
+            c.settle_reports(std::time::Duration::from_secs(5)).await;
             Ok(())
         }
         .await;

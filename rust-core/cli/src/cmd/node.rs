@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use fragstate_client::scrub::{ScrubConfig, MAX_SCRUB_RATE};
 use fragstate_core::{Error, Result};
 use fragstate_net::{open_disk_node, NetConfig, NetNode, Role, ServiceConfig};
 use fragstate_store::{DirLock, FragmentStore};
@@ -57,12 +58,22 @@ pub(crate) struct NodeArgs {
     /// Seconds after which fragments that no manifest commits are reclaimed.
     #[arg(long, default_value = "600", value_parser = parse_secs)]
     pub reclaim_after: Duration,
+    /// Stored bytes per second the background scrub re-verifies (0: no
+    /// scrub pass; cells that readers report corrupt are still rebuilt).
+    #[arg(long, default_value = "8MiB", value_parser = parse_bytes)]
+    pub scrub_rate: u64,
+    /// Seconds from the start of one scrub pass to the start of the next, at least.
+    #[arg(long, default_value = "600", value_parser = parse_secs)]
+    pub scrub_interval: Duration,
     /// Seconds between reclaim scans.
     #[arg(long, default_value = "30", value_parser = parse_secs)]
     pub reclaim_interval: Duration,
 }
 
 pub(crate) fn node(args: NodeArgs) -> Result<()> {
+    if args.scrub_rate > MAX_SCRUB_RATE {
+        return Err(Error::invalid("--scrub-rate", args.scrub_rate, format!("0 (off) ≤ bytes per second ≤ {MAX_SCRUB_RATE}")));
+    }
     let psk = args.key.load()?;
     let rt = runtime()?;
     rt.block_on(async move {
@@ -94,6 +105,7 @@ pub(crate) fn node(args: NodeArgs) -> Result<()> {
             repair_rate: args.repair_rate,
             reclaim_after: args.reclaim_after,
             reclaim_interval: args.reclaim_interval,
+            scrub: ScrubConfig { rate: args.scrub_rate, pass_interval: args.scrub_interval, ..ScrubConfig::default() },
             ..ServiceConfig::default()
         });
         {

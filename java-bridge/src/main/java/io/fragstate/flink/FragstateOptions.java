@@ -168,6 +168,18 @@ public final class FragstateOptions {
                                     + " an embedded mesh; at least 4 kb). A full store fails the write"
                                     + " with a clear error; nothing is dropped silently.");
 
+    public static final ConfigOption<MemorySize> SCRUB_RATE =
+            ConfigOptions.key("fragstate.scrub.rate")
+                    .memoryType()
+                    .defaultValue(MemorySize.parse("8m"))
+                    .withDescription(
+                            "Bytes per second of stored fragments this process's node re-reads and"
+                                    + " checks against their checksums in the background (split evenly"
+                                    + " over an embedded mesh). A bad cell (bit rot, a torn write) is"
+                                    + " rebuilt from the other holders and written back. 0 b turns the"
+                                    + " background pass off; cells that readers find corrupt are reported"
+                                    + " to their holder and rebuilt either way. At most 16 gb.");
+
     public static final ConfigOption<LocalBackend> LOCAL_BACKEND =
             ConfigOptions.key("fragstate.local-backend")
                     .enumType(LocalBackend.class)

@@ -54,6 +54,7 @@ public final class FragstateSettings implements java.io.Serializable {
     final int localMeshNodes;
     final String storeDir;
     final Long storeMemory;
+    final long scrubRate;
     final String listen;
     final List<String> bootstrap;
     final String clusterKeyFile;
@@ -106,6 +107,15 @@ public final class FragstateSettings implements java.io.Serializable {
             throw bad(FragstateOptions.STORE_MEMORY, mem, allowed);
         }
         this.storeMemory = mem == null ? null : mem.getBytes();
+        MemorySize scrub = get(config, FragstateOptions.SCRUB_RATE);
+        NativeLimits.Range scrubs = limits.scrubRate();
+        if (scrub == null || !scrubs.contains(scrub.getBytes())) {
+            throw bad(
+                    FragstateOptions.SCRUB_RATE,
+                    scrub,
+                    new MemorySize(scrubs.min()) + " (off) ≤ bytes per second ≤ " + new MemorySize(scrubs.max()));
+        }
+        this.scrubRate = scrub.getBytes();
         this.localBackend = getEnum(config, FragstateOptions.LOCAL_BACKEND, LocalBackend.class);
         this.checkpointDir = parseCheckpointDir(checkpointDirValue(config));
         this.storageWait = get(config, FragstateOptions.STORAGE_WAIT);
@@ -194,6 +204,7 @@ public final class FragstateSettings implements java.io.Serializable {
             json.put("storeMemory", storeMemory);
         }
         json.put("logLevel", logLevel());
+        json.put("scrubRate", scrubRate);
         if (mode == Mode.CLUSTER) {
             if (listen != null) {
                 json.put("listen", listen);

@@ -36,6 +36,7 @@ public final class NativeLimits {
     private final Range zstdLevel;
     private final Range localMeshNodes;
     private final Range storeMemory;
+    private final Range scrubRate;
 
     private NativeLimits(JsonNode limits) {
         this.dataFragments = range(limits, "dataFragments");
@@ -45,6 +46,7 @@ public final class NativeLimits {
         this.zstdLevel = range(limits, "zstdLevel");
         this.localMeshNodes = range(limits, "localMeshNodes");
         this.storeMemory = range(limits, "storeMemory");
+        this.scrubRate = range(limits, "scrubRate");
     }
 
     /** The limits of the loaded library (loading it on first use). */
@@ -112,5 +114,10 @@ public final class NativeLimits {
     /** Bytes. */
     public Range storeMemory() {
         return storeMemory;
+    }
+
+    /** Bytes per second; 0 turns the background scrub off. */
+    public Range scrubRate() {
+        return scrubRate;
     }
 }

@@ -40,7 +40,8 @@ public final class FragstateNative {
      * ("none" or "zstd:LEVEL"), {@code localMeshNodes}, {@code storeDir} (string or null = memory),
      * {@code storeMemory} (bytes), {@code listen}, {@code bootstrap} (array of multiaddrs), {@code
      * clusterKeyFile}, {@code insecureNoClusterKey} (boolean), {@code failureDomain}, {@code
-     * readAhead} (stripes), {@code logLevel} ("error" … "trace").
+     * readAhead} (stripes), {@code scrubRate} (bytes per second, 0 = no background scrub), {@code
+     * logLevel} ("error" … "trace").
      */
     public static native void startNode(String configJson) throws IOException;
 
@@ -49,7 +50,7 @@ public final class FragstateNative {
      * {@code {"min": N, "max": N}}: {@code dataFragments}, {@code parityFragments}, {@code
      * totalFragments} (k + m), {@code cellSize} (bytes), {@code zstdLevel}, {@code localMeshNodes}
      * (an embedded mesh needs at least k + m besides), {@code readAhead} (stripes), {@code
-     * storeMemory} (bytes). Needs no running node.
+     * storeMemory} (bytes), {@code scrubRate} (bytes per second). Needs no running node.
      */
     public static native String limits();
 

@@ -37,7 +37,9 @@ public final class FragstateMetrics {
 
     /**
      * Gauge name → JSON pointer of its counter in {@link FragstateNative#nodeStats}. The {@code
-     * network} counters are this node's repair loop in cluster mode (0 in embedded mode).
+     * network} counters are this node's repair loop in cluster mode (0 in embedded mode); the
+     * {@code scrub} counters are this process's background scrub (its network node, or every node
+     * of its embedded mesh summed).
      */
     static final Map<String, String> COUNTERS =
             Map.ofEntries(
@@ -62,7 +64,16 @@ public final class FragstateMetrics {
                     Map.entry("objectsDegraded", "/network/objectsDegraded"),
                     Map.entry("bytesToRepair", "/network/bytesToRepair"),
                     Map.entry("objectsRepaired", "/network/objectsRepaired"),
-                    Map.entry("repairFailures", "/network/repairFailures"));
+                    Map.entry("repairFailures", "/network/repairFailures"),
+                    Map.entry("corruptCellsReported", "/client/corruptCellsReported"),
+                    Map.entry("scrubPasses", "/scrub/passes"),
+                    Map.entry("scrubCells", "/scrub/cellsScrubbed"),
+                    Map.entry("scrubBytes", "/scrub/bytesScrubbed"),
+                    Map.entry("scrubCorruptFound", "/scrub/corruptFound"),
+                    Map.entry("corruptReportsReceived", "/scrub/corruptReports"),
+                    Map.entry("corruptReportsConfirmed", "/scrub/corruptReportsConfirmed"),
+                    Map.entry("cellsRebuilt", "/scrub/cellsRebuilt"),
+                    Map.entry("cellRebuildFailures", "/scrub/rebuildFailures"));
 
     /** Groups that already carry the gauges (one set per TaskManager, weakly held). */
     private static final Set<MetricGroup> REGISTERED = Collections.newSetFromMap(new WeakHashMap<>());

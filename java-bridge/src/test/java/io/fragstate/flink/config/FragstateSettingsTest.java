@@ -215,6 +215,17 @@ class FragstateSettingsTest {
     }
 
     @Test
+    void scrubRateBounds() {
+        NativeLimits.Range r = LIMITS.scrubRate();
+        assertThat(r.min()).as("0 turns the scrub off").isZero();
+        assertThat(settings().scrubRate).isEqualTo(8L << 20);
+        assertThat(settings().toNodeJson()).contains("\"scrubRate\":8388608");
+        assertThat(settings("fragstate.scrub.rate", "0 b").scrubRate).isZero();
+        assertThat(settings("fragstate.scrub.rate", r.max() + " b").scrubRate).isEqualTo(r.max());
+        rejects("fragstate.scrub.rate", (r.max() + 1) + " b", "bytes per second ≤ " + new MemorySize(r.max()));
+    }
+
+    @Test
     void checkpointDirMustBeFragstateWithAuthority() {
         rejects("fragstate.checkpoint-dir", "file:///tmp/cp", "fragstate://AUTHORITY/PATH");
         rejects("fragstate.checkpoint-dir", "fragstate:///cp", "fragstate://AUTHORITY/PATH");

@@ -85,7 +85,14 @@ class FragstateMetricsTest {
                         "fragstate.bytesWrittenPerSecond",
                         "fragstate.bytesReadPerSecond",
                         "fragstate.objectsDegraded",
-                        "fragstate.bytesToRepair");
+                        "fragstate.bytesToRepair",
+                        "fragstate.scrubCells",
+                        "fragstate.scrubCorruptFound",
+                        "fragstate.cellsRebuilt",
+                        "fragstate.corruptReportsReceived");
+        // the embedded mesh's scrubbers report their counters (a number, not an error)
+        assertThat(gauge(m, "fragstate.cellsRebuilt")).isGreaterThanOrEqualTo(0);
+        assertThat(gauge(m, "fragstate.scrubCells")).isGreaterThanOrEqualTo(0);
         // an embedded mesh has no repair loop: the network gauges read 0, not an error (-1)
         assertThat(gauge(m, "fragstate.objectsDegraded")).isZero();
         assertThat(gauge(m, "fragstate.bytesToRepair")).isZero();

@@ -38,7 +38,16 @@ final class LogScan {
             new Expected(Pattern.compile("ERROR org\\.apache\\.flink\\.runtime\\.io\\.network\\.netty\\.PartitionRequestQueue"
                     + " .* Encountered error while consuming partitions"), Duration.ofSeconds(30),
                     "Flink: a surviving TaskManager's network stack logs the connection reset by the killed"
-                            + " TaskManager's consumers (netty, PartitionRequestQueue) as ERROR; it is the kill itself"));
+                            + " TaskManager's consumers (netty, PartitionRequestQueue) as ERROR; it is the kill itself"),
+            // Seen 16 times within 6 s after the 5th kill of the first 60-minute soak (2026-12-01):
+            // the restored sink re-commits a transaction of the restored checkpoint after the
+            // recovered writer has already fenced that producer (the commit had gone through
+            // before the kill). The message warns of possible data loss; the soak's exactly-once
+            // comparison of the whole output is what shows there was none.
+            new Expected(Pattern.compile("ERROR org\\.apache\\.flink\\.connector\\.kafka\\.sink\\.internal\\.KafkaCommitter"
+                    + " .* because its producer is already fenced"), Duration.ofSeconds(30),
+                    "Flink's KafkaSink: re-committing a restored transaction whose producer the recovered"
+                            + " writer already fenced; checked harmless by the exactly-once comparison"));
 
     /** What the scan found: lines that fail the soak (file: line) and matches per allowed rule. */
     record Findings(List<String> unexpected, Map<String, Integer> expected, int filesScanned) {

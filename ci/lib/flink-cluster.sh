@@ -18,7 +18,13 @@
 #   flink-cluster.sh start-tm RUN_DIR ID     one more TaskManager with resource id ID
 #   flink-cluster.sh stop RUN_DIR            every JVM of this run: TERM, then KILL; waits until gone
 #   flink-cluster.sh pid RUN_DIR NAME        pid of NAME (jobmanager, tm-1, ...)
-#   flink-cluster.sh rest-url RUN_DIR        http://127.0.0.1:PORT
+#   flink-cluster.sh rest-url RUN_DIR        http://127.0.0.1:PORT (http://jm:PORT on emulated hosts)
+#   flink-cluster.sh on-hosts RUN_DIR NETNS_RUN_DIR
+#       Emulated hosts (ci/lib/netns.sh, after prepare): the JobManager runs on host `jm`, each
+#       TaskManager on the host named like its resource id (tm-1, ...), started through
+#       `netns.sh exec`; TaskManagers get `taskmanager.host` = their host name. The config must
+#       bind to every interface and name `jm` (jobmanager.rpc.address, rest.address: jm,
+#       *.bind-host / rest.bind-address: 0.0.0.0); run this script from a host of the topology.
 #
 # Base settings: hashmap state backend with file:// checkpoints in RUN_DIR/checkpoints
 # (plain Flink, scenario h), fast failure detection (heartbeat 1 s / 5 s), fixed-delay restarts,
@@ -27,7 +33,7 @@ set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-usage() { die "usage: flink-cluster.sh prepare RUN_DIR [EXTRA_CONFIG] [LIB_JAR...] | prepare-stock RUN_DIR EXTRA_CONFIG [LIB_JAR...] | start RUN_DIR NUM_TMS | start-tm RUN_DIR ID | stop RUN_DIR | pid RUN_DIR NAME | rest-url RUN_DIR"; }
+usage() { die "usage: flink-cluster.sh prepare RUN_DIR [EXTRA_CONFIG] [LIB_JAR...] | prepare-stock RUN_DIR EXTRA_CONFIG [LIB_JAR...] | on-hosts RUN_DIR NETNS_RUN_DIR | start RUN_DIR NUM_TMS | start-tm RUN_DIR ID | stop RUN_DIR | pid RUN_DIR NAME | rest-url RUN_DIR"; }
 cmd="${1:-}"
 run="${2:-}"
 [ -n "$cmd" ] && [ -n "$run" ] || usage
@@ -48,7 +54,7 @@ layout_home() {
   shift
   mkdir -p "$run"
   run="$(cd "$run" && pwd)"
-  rm -rf "$run/home"
+  rm -rf "$run/home" "$run/netns.run"
   mkdir -p "$run/home/lib" "$run/home/conf" "$run/checkpoints" "$run/savepoints" "$run/log" "$run/pids"
   cp -R "$dist/bin" "$run/home/bin"
   for jar in "$dist"/lib/*.jar; do ln -s "$jar" "$run/home/lib/"; done
@@ -147,13 +153,29 @@ USER_IDENT="${FLINK_IDENT_STRING:-${USER:-$(id -un)}}"
 export FLINK_IDENT_STRING="$USER_IDENT"
 export USER="${USER:-$USER_IDENT}"
 
-rest_url() { echo "http://127.0.0.1:$(cat "$run/rest.port")"; }
+# rest_host: where the REST endpoint is reached: 127.0.0.1, or host `jm` on emulated hosts
+rest_host() { if [ -f "$run/netns.run" ]; then echo jm; else echo 127.0.0.1; fi; }
+rest_url() { echo "http://$(rest_host):$(cat "$run/rest.port")"; }
+rest_open() { (exec 3<>"/dev/tcp/$(rest_host)/$1") 2>/dev/null; }
+
+# on_host HOST CMD...: CMD on HOST of the emulated topology, or here when there is none
+on_host() {
+  local host=$1
+  shift
+  if [ -f "$run/netns.run" ]; then
+    "$(dirname "${BASH_SOURCE[0]}")/netns.sh" exec "$(cat "$run/netns.run")" "$host" "$@"
+  else
+    "$@"
+  fi
+}
 
 # start_tm ID: one TaskManager named ID. Its own FLINK_IDENT_STRING gives it its own pid file and
 # log file names, so several can start at once.
 start_tm() {
   local id="$1" pid
-  FLINK_IDENT_STRING="$USER_IDENT-$id" "$FLINK_HOME/bin/taskmanager.sh" start -D "taskmanager.resource-id=$id" \
+  local -a host_opt=()
+  [ -f "$run/netns.run" ] && host_opt=(-D "taskmanager.host=$id")
+  FLINK_IDENT_STRING="$USER_IDENT-$id" on_host "$id" "$FLINK_HOME/bin/taskmanager.sh" start -D "taskmanager.resource-id=$id" "${host_opt[@]}" \
     >>"$run/log/start-$id.log" 2>&1 || die "bin/taskmanager.sh start for $id failed (see $run/log/start-$id.log)"
   pid="$(tail -n 1 "$FLINK_PID_DIR/flink-$USER_IDENT-$id-taskexecutor.pid" 2>/dev/null || true)"
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || die "TaskManager $id did not start (see $run/log)"
@@ -177,9 +199,9 @@ start() {
   [ -n "$n" ] || usage
   home_env
   port="$(cat "$run/rest.port")"
-  port_open "$port" && die "port $port is already in use; cannot start the JobManager's REST endpoint there"
+  rest_open "$port" && die "port $port is already in use; cannot start the JobManager's REST endpoint there"
   trap 'stop' EXIT # a cluster that does not come up completely is not left behind
-  "$FLINK_HOME/bin/jobmanager.sh" start >>"$run/log/start.log" 2>&1 || die "bin/jobmanager.sh start failed (see $run/log/start.log)"
+  on_host jm "$FLINK_HOME/bin/jobmanager.sh" start >>"$run/log/start.log" 2>&1 || die "bin/jobmanager.sh start failed (see $run/log/start.log)"
   jm_pid="$(last_pid standalonesession)"
   [ -n "$jm_pid" ] || die "JobManager did not start (see $run/log)"
   echo "$jm_pid" >"$run/pids/jobmanager.pid"
@@ -193,7 +215,7 @@ start() {
   local failed=0
   for starter in "${starters[@]}"; do wait "$starter" || failed=1; done
   [ "$failed" = 0 ] || die "not every TaskManager started (see $run/log)"
-  wait_port "$port" 120 "JobManager REST endpoint (logs: $run/log)" "$jm_pid"
+  wait_until 120 "$jm_pid" rest_open "$port" || die "the JobManager REST endpoint did not open $(rest_host):$port within 120 s (logs: $run/log)"
   wait_until 120 "" tms_registered "$n" \
     || die "only $(registered_tms) of $n TaskManagers registered within 120 s (see $run/log)"
   trap - EXIT
@@ -216,7 +238,7 @@ stop() {
   for pid in $(printf '%s\n' "${pids[@]}" | sort -u); do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in $(printf '%s\n' "${pids[@]}" | sort -u); do stop_pid "$pid" "Flink JVM" 20; done
   rm -f "$run"/pids/*.pid
-  if [ -f "$run/rest.port" ] && port_open "$(cat "$run/rest.port")"; then
+  if [ -f "$run/rest.port" ] && rest_open "$(cat "$run/rest.port")"; then
     log "WARNING: REST port $(cat "$run/rest.port") still open after stop"
   fi
 }
@@ -229,5 +251,9 @@ case "$cmd" in
   stop) stop ;;
   pid) [ -n "${3:-}" ] || usage; cat "$run/pids/$3.pid" ;;
   rest-url) rest_url ;;
+  on-hosts)
+    [ -n "${3:-}" ] && [ -f "$3/netns/hosts" ] || die "on-hosts needs the run folder of an emulated topology (ci/lib/netns.sh up), got '${3:-}'"
+    (cd "$3" && pwd) >"$run/netns.run"
+    ;;
   *) usage ;;
 esac

@@ -19,7 +19,8 @@
 #       connect RTT of 40.6–41.8 ms.
 #       Addresses: LAN 10.78.1.10+, remote site 10.78.2.10+ (edge) or LAN (dc, none).
 #       /etc/netns/<ns>/hosts maps every host name to its address (ip netns exec mounts it
-#       over /etc/hosts), so host names resolve as on a real cluster.
+#       over /etc/hosts), so host names resolve as on a real cluster; its resolv.conf names no
+#       reachable DNS server.
 #   netns.sh exec RUN_DIR HOST CMD...   CMD in HOST's namespace, with HOST as its host name
 #   netns.sh addr RUN_DIR HOST          the host's address
 #   netns.sh hosts RUN_DIR              "name address site" lines
@@ -160,6 +161,9 @@ up() {
   # every namespace resolves every host name (and its own as itself)
   while read -r h addr _; do
     { echo "127.0.0.1 localhost"; awk '{print $2, $1}' "$(hosts_file)"; } >"/etc/netns/$(ns_of "$h")/hosts"
+    # no DNS server is reachable from an emulated host: a lookup of any other name must fail at
+    # once (refused on loopback), not wait out the machine's resolver (a JVM then starts in 90 s)
+    printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n' >"/etc/netns/$(ns_of "$h")/resolv.conf"
   done <"$(hosts_file)"
   log "emulated hosts up ($profile): $(awk '{printf "%s=%s ", $1, $2}' "$(hosts_file)")"
 }

@@ -43,6 +43,17 @@ final class Artifacts {
         return fromPropertyOr("fragstate.plugin.jar", repo, "java-bridge/target/fragstate-flink-%s.jar");
     }
 
+    /** The {@code fragstate} CLI: {@code -Dfragstate.bin}, else {@code target/<-Dfragstate.cargoProfile, release>/fragstate}. */
+    static Path fragstateBinary(Path repo) {
+        String profile = System.getProperty("fragstate.cargoProfile", "release");
+        return Path.of(System.getProperty("fragstate.bin", repo.resolve("target/" + profile + "/fragstate").toString()));
+    }
+
+    /** The state-bench job jar: {@code -Dfragstate.bench.jar}, else {@code flink-examples/state-bench/target/state-bench-<version>.jar}. */
+    static Path benchJobJar(Path repo) {
+        return fromPropertyOr("fragstate.bench.jar", repo, "flink-examples/state-bench/target/state-bench-%s.jar");
+    }
+
     private static Path fromPropertyOr(String property, Path repo, String pathWithVersion) {
         String set = System.getProperty(property);
         return set != null ? Path.of(set) : repo.resolve(String.format(pathWithVersion, projectVersion()));

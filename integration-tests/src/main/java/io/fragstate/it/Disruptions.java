@@ -80,19 +80,16 @@ final class Disruptions {
                     + plan.taskManagers());
         }
         victims = victims.subList(0, plan.taskManagers());
-        JsonNode before = rest.checkpoints(jobId);
-        long restoredBefore = before.path("counts").path("restored").asLong();
         for (JsonNode s : rest.get("/jobs/" + jobId + "/vertices/" + windowVertex).path("subtasks")) {
             if (victims.contains(s.path("taskmanager-id").asText())) {
                 tl.statefulSubtasksOnKilled.add("average-speed-window#" + s.path("subtask").asInt());
             }
         }
-        Map<String, Integer> attemptsBefore = attempts(jobId);
-        Set<String> onKilled = subtasksOn(jobId, victims);
         List<Long> pids = new ArrayList<>();
         for (String tm : victims) {
             pids.add(stack.taskManagerPid(tm));
         }
+        RecoveryWatch watch = new RecoveryWatch(rest, jobId, victims);
         if (plan.trigger() == Scenario.Trigger.DURING_CHECKPOINT) {
             // everything else is prepared: kill as soon as a checkpoint is seen in progress
             waitFor("a checkpoint in progress", Duration.ofSeconds(60),
@@ -105,29 +102,8 @@ final class Disruptions {
         step("kill -9 " + victims + " (pids " + pids + "), generator at second " + generatorSecond.get()
                 + ", stateful subtasks lost: " + tl.statefulSubtasksOnKilled);
 
-        // recovered = the JobManager recorded a failure after the kill, every subtask that ran on
-        // a killed TaskManager runs again in a newer attempt, the dead TaskManagers are gone from
-        // the cluster and every subtask is RUNNING. (REST answers come from a cache refreshed
-        // every web.refresh-interval, so a stale "all RUNNING" from before the kill must not count.)
-        waitFor("recovery", Duration.ofSeconds(180), () -> {
-            if (firstFailureAfter(jobId, tl) < 0 || !rest.allRunning(jobId)
-                    || rest.registeredTaskManagers().stream().anyMatch(tl.killedTaskManagers::contains)) {
-                return false;
-            }
-            Map<String, Integer> now = attempts(jobId);
-            for (Map.Entry<String, Integer> e : attemptsBefore.entrySet()) {
-                if (onKilled.contains(e.getKey()) && now.getOrDefault(e.getKey(), -1) <= e.getValue()) {
-                    return false;
-                }
-            }
-            return rest.checkpoints(jobId).path("counts").path("restored").asLong() > restoredBefore;
-        });
-        JsonNode cps = rest.checkpoints(jobId);
-        tl.restores = cps.path("counts").path("restored").asLong() - restoredBefore;
-        recordRestore(tl, cps);
-        firstFailureAfter(jobId, tl);
-        tl.collectSubtasks(rest, jobId, Set.of("window"));
-        awaitFirstCheckpoint(jobId, tl, "a checkpoint after recovery");
+        watch.awaitRecovered(tl, Duration.ofSeconds(180));
+        RecoveryWatch.awaitFirstCheckpoint(rest, jobId, tl, "a checkpoint after recovery", Duration.ofSeconds(60));
         step("recovered: " + tl.summary());
     }
 
@@ -192,34 +168,13 @@ final class Disruptions {
                 && rest.checkpoints(jobId).path("latest").path("restored").path("id").asLong(-1) >= 0);
         JsonNode cps = rest.checkpoints(jobId);
         tl.restores = cps.path("counts").path("restored").asLong();
-        recordRestore(tl, cps);
+        RecoveryWatch.recordRestore(tl, cps);
         tl.collectSubtasks(rest, jobId, Set.of("window"));
-        awaitFirstCheckpoint(jobId, tl, "a checkpoint after the restart");
+        RecoveryWatch.awaitFirstCheckpoint(rest, jobId, tl, "a checkpoint after the restart", Duration.ofSeconds(60));
         step("running again: " + tl.summary());
     }
 
-    /** The restored checkpoint's id and restore time from {@code /jobs/:id/checkpoints}. */
-    private static void recordRestore(RecoveryTimeline tl, JsonNode cps) {
-        tl.restoredCheckpointId = cps.path("latest").path("restored").path("id").asLong(-1);
-        tl.restoreTimestampMs = cps.path("latest").path("restored").path("restore_timestamp").asLong(-1);
-    }
 
-    /**
-     * Waits for a checkpoint triggered once every subtask ran again, then records the first such
-     * completed checkpoint: from then on the exactly-once sink commits output again.
-     */
-    private void awaitFirstCheckpoint(String jobId, RecoveryTimeline tl, String what) throws Exception {
-        long allRunning = tl.allRunningAtMs;
-        waitFor(what, Duration.ofSeconds(60), () ->
-                rest.checkpoints(jobId).path("latest").path("completed").path("trigger_timestamp").asLong() >= allRunning);
-        for (JsonNode h : rest.checkpoints(jobId).path("history")) {
-            if ("COMPLETED".equals(h.path("status").asText()) && h.path("trigger_timestamp").asLong() >= allRunning
-                    && (tl.firstCheckpointAfterRecoveryId < 0 || h.path("id").asLong() < tl.firstCheckpointAfterRecoveryId)) {
-                tl.firstCheckpointAfterRecoveryId = h.path("id").asLong();
-                tl.firstCheckpointAfterRecoveryAtMs = h.path("latest_ack_timestamp").asLong();
-            }
-        }
-    }
 
     /** {@code fragstate.checkpoint-dir} of this run (the plugin's default when the scenario leaves it unset). */
     private String fragstateCheckpointDir() {
@@ -269,45 +224,5 @@ final class Disruptions {
                     + " (is execution.checkpointing.externalized-checkpoint-retention set to RETAIN_ON_CANCELLATION?)");
         }
         return best;
-    }
-
-    /** "vertex#subtask" -> current attempt number, for every subtask of the job. */
-    private Map<String, Integer> attempts(String jobId) {
-        Map<String, Integer> m = new HashMap<>();
-        for (JsonNode v : rest.job(jobId).path("vertices")) {
-            String vid = v.path("id").asText();
-            for (JsonNode s : rest.get("/jobs/" + jobId + "/vertices/" + vid).path("subtasks")) {
-                m.put(vid + "#" + s.path("subtask").asInt(), s.path("attempt").asInt());
-            }
-        }
-        return m;
-    }
-
-    /** "vertex#subtask" of every subtask running on one of the TaskManagers. */
-    private Set<String> subtasksOn(String jobId, List<String> taskManagers) {
-        Set<String> out = new HashSet<>();
-        for (JsonNode v : rest.job(jobId).path("vertices")) {
-            String vid = v.path("id").asText();
-            for (JsonNode s : rest.get("/jobs/" + jobId + "/vertices/" + vid).path("subtasks")) {
-                if (taskManagers.contains(s.path("taskmanager-id").asText())) {
-                    out.add(vid + "#" + s.path("subtask").asInt());
-                }
-            }
-        }
-        return out;
-    }
-
-    /** Fills the first failure recorded at or after the kill; returns its timestamp or -1. */
-    private long firstFailureAfter(String jobId, RecoveryTimeline tl) {
-        tl.failureDetectedAtMs = -1;
-        for (JsonNode e : rest.get("/jobs/" + jobId + "/exceptions").path("exceptionHistory").path("entries")) {
-            long ts = e.path("timestamp").asLong();
-            if (ts >= tl.killAtMs && (tl.failureDetectedAtMs < 0 || ts < tl.failureDetectedAtMs)) {
-                tl.failureDetectedAtMs = ts;
-                tl.firstFailure = e.path("exceptionName").asText().replaceAll(".*\\.", "") + " in "
-                        + e.path("taskName").asText() + " on " + e.path("taskManagerId").asText();
-            }
-        }
-        return tl.failureDetectedAtMs;
     }
 }

@@ -40,7 +40,7 @@ final class FragstateFigures {
      * (at most 20 s) until the restore's fetches and that checkpoint's writes show up; TaskManagers
      * restarted with the cluster (d) start at 0.
      */
-    private static Map<String, Object> taskManagerMetrics(FlinkRest rest) {
+    static Map<String, Object> taskManagerMetrics(FlinkRest rest) {
         Map<String, Object> perTm = new TreeMap<>();
         long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
         try {

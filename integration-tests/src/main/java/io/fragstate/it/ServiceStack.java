@@ -147,8 +147,7 @@ final class ServiceStack implements AutoCloseable {
     }
 
     private Path fragstateBinary() {
-        String profile = System.getProperty("fragstate.cargoProfile", "release");
-        return Path.of(System.getProperty("fragstate.bin", repo.resolve("target/" + profile + "/fragstate").toString()));
+        return Artifacts.fragstateBinary(repo);
     }
 
     /**

@@ -1,0 +1,310 @@
+package io.fragstate.it;
+
+import static io.fragstate.it.Report.step;
+import static io.fragstate.it.Waits.waitFor;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * One run of the recovery benchmark: a Flink cluster on the emulated hosts (JobManager on {@code
+ * jm}, TaskManagers on {@code tm-1..N}, 2 slots each) with one checkpoint storage ({@link
+ * BenchSystem}), the state-bench job filled to the run's state size, its steady state measured,
+ * then the failure ({@code kill -9} of TaskManagers running stateful subtasks), the recovery
+ * timed, the killed TaskManagers started again (a replacement host, so checkpoints place their
+ * fragments again), the job stopped with a savepoint and its committed output checked
+ * ({@code StateBenchCheck}: nothing lost or duplicated, restored state byte-exact).
+ */
+final class BenchRun {
+    private static final Pattern JOB_ID = Pattern.compile("JobID ([0-9a-f]{32})");
+    /** Bytes of state per key: 4 KiB values, as RocksDB state of real jobs often is. */
+    static final int VALUE_BYTES = 4096;
+    /** Events/s while the state is filled (each creates one key). */
+    static final int FILL_RATE = 40_000;
+
+    private final Path repo;
+    private final Path netnsRun;
+    private final BenchPlan plan;
+    private final BenchSystem system;
+    private final int stateMb;
+    private final BenchPlan.Failure failure;
+    private final Path runDir;
+    private final Path flinkDir;
+    private final Map<String, Object> result = new LinkedHashMap<>();
+
+    BenchRun(Path repo, Path netnsRun, BenchPlan plan, BenchSystem system, int stateMb, BenchPlan.Failure failure,
+            Path runDir) {
+        this.repo = repo;
+        this.netnsRun = netnsRun;
+        this.plan = plan;
+        this.system = system;
+        this.stateMb = stateMb;
+        this.failure = failure;
+        this.runDir = runDir;
+        this.flinkDir = runDir.resolve("flink");
+    }
+
+    String id() {
+        return plan.profile() + "-" + system.id + "-" + stateMb + "mb-" + failure.name().toLowerCase(java.util.Locale.ROOT);
+    }
+
+    /** Runs it; the figures (and the error, if it failed) are in the returned map. */
+    Map<String, Object> run() {
+        result.put("id", id());
+        result.put("profile", plan.profile());
+        result.put("system", system.id);
+        result.put("stateMb", stateMb);
+        result.put("failure", failure.name().toLowerCase(java.util.Locale.ROOT));
+        result.put("taskManagers", plan.taskManagers());
+        result.put("parallelism", plan.parallelism());
+        long started = System.currentTimeMillis();
+        try (BenchStorage storage = new BenchStorage(repo, runDir.resolve("storage"), netnsRun, plan, system)) {
+            step(id() + ": starting " + system.id);
+            storage.start();
+            try {
+                runJob(storage);
+                result.put("passed", true);
+            } finally {
+                stopFlink();
+            }
+        } catch (Exception e) {
+            result.put("passed", false);
+            result.put("error", e.toString());
+            step(id() + " FAILED: " + e);
+            e.printStackTrace();
+        }
+        result.put("runSeconds", (System.currentTimeMillis() - started) / 1000.0);
+        return result;
+    }
+
+    private void runJob(BenchStorage storage) throws Exception {
+        Map<String, String> config = commonFlinkConfig();
+        config.putAll(system.flinkConfig(storage));
+        result.put("flinkConfig", config);
+        Files.createDirectories(flinkDir);
+        Path extra = runDir.resolve("flink-extra.yaml");
+        StringBuilder y = new StringBuilder();
+        config.forEach((k, v) -> y.append(k).append(": ").append(v).append('\n'));
+        Files.writeString(extra, y);
+        List<String> prepare = new ArrayList<>(List.of("bash", repo.resolve("ci/lib/flink-cluster.sh").toString(), "prepare",
+                flinkDir.toString(), extra.toString()));
+        if (system.fragstate()) {
+            prepare.add(Artifacts.pluginJar(repo).toString());
+        }
+        Map<String, String> env = storage.flinkEnv();
+        Shell.run(repo, env, Duration.ofMinutes(5), prepare);
+        cluster(env, "on-hosts", netnsRun.toString());
+        cluster(env, "start", Integer.toString(plan.taskManagers()));
+        FlinkRest rest = new FlinkRest(cluster(env, "rest-url").strip());
+
+        long keys = (long) stateMb * (1 << 20) / VALUE_BYTES;
+        Path output = runDir.resolve("output");
+        String jobId = submit(env, keys, output);
+        result.put("jobId", jobId);
+        waitFor("job " + jobId + " running", Duration.ofMinutes(2), () -> rest.allRunning(jobId));
+        String source = sourceVertex(rest, jobId);
+        try (BenchSampler sampler = new BenchSampler(rest, jobId, source)) {
+            long t0 = System.currentTimeMillis();
+            waitFor(keys + " keys created", Duration.ofMinutes(30), () -> emitted(rest, jobId, source) >= keys);
+            long filled = System.currentTimeMillis();
+            result.put("fillSeconds", (filled - t0) / 1000.0);
+            step(id() + ": " + keys + " keys (" + stateMb + " MiB) filled in " + (filled - t0) / 1000.0 + " s");
+            // two checkpoints that began after the fill: the second one is incremental over a full state
+            waitFor("2 checkpoints after the fill", Duration.ofMinutes(10),
+                    () -> completedSince(rest, jobId, filled).size() >= 2);
+            Thread.sleep(plan.steadySeconds() * 1000L);
+            long steadyEnd = System.currentTimeMillis();
+            steady(rest, jobId, sampler, filled, steadyEnd);
+            Map<String, Long> servedBefore = storage.bytesServed();
+            failAndRecover(rest, jobId, sampler, env, (double) result.get("steadyEventsPerSecond"));
+            result.put("bytesServedDuringRecovery", delta(servedBefore, storage.bytesServed()));
+            if (system.fragstate()) {
+                result.put("fragstateTaskManagerMetrics", FragstateFigures.taskManagerMetrics(rest));
+            }
+            result.put("samples", sampler.samples());
+        }
+        stopAndCheck(env, rest, jobId, output);
+    }
+
+    /** Settings every system shares: hosts, memory, RocksDB incremental checkpoints every 5 s, failover. */
+    private Map<String, String> commonFlinkConfig() {
+        Map<String, String> c = new LinkedHashMap<>();
+        c.put("jobmanager.rpc.address", "jm");
+        c.put("jobmanager.bind-host", "0.0.0.0");
+        c.put("rest.address", "jm");
+        c.put("rest.bind-address", "0.0.0.0");
+        c.put("taskmanager.bind-host", "0.0.0.0");
+        c.put("taskmanager.numberOfTaskSlots", "2");
+        c.put("taskmanager.memory.process.size", "1536m");
+        c.put("parallelism.default", Integer.toString(plan.parallelism()));
+        c.put("execution.checkpointing.interval", "5 s");
+        c.put("execution.checkpointing.incremental", "true");
+        c.put("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION");
+        c.put("execution.checkpointing.savepoint-dir", runDir.resolve("savepoints").toUri().toString());
+        // the baselines download and upload with 4 threads per subtask (Flink's default is 4 as
+        // well; set so the comparison does not depend on it)
+        c.put("state.backend.rocksdb.checkpoint.transfer.thread.num", "4");
+        // the restore phase of every subtask, from Flink's own JobInitialization trace
+        c.put("traces.reporter.slf4j.factory.class", "org.apache.flink.traces.slf4j.Slf4jTraceReporterFactory");
+        return c;
+    }
+
+    private String submit(Map<String, String> env, long keys, Path output) {
+        Map<String, String> e = new LinkedHashMap<>(env);
+        e.put("FLINK_CONF_DIR", flinkDir.resolve("home/conf").toString());
+        e.put("FLINK_LOG_DIR", flinkDir.resolve("log").toString());
+        String out = Shell.run(repo, e, Duration.ofMinutes(3), List.of(flinkDir.resolve("home/bin/flink").toString(), "run",
+                "-d", "-p", Integer.toString(plan.parallelism()), Artifacts.benchJobJar(repo).toString(),
+                "--state-mb", Integer.toString(stateMb), "--value-bytes", Integer.toString(VALUE_BYTES),
+                "--fill-rate", Integer.toString(FILL_RATE), "--rate", Integer.toString(plan.rate()),
+                "--output", output.toUri().toString()));
+        Matcher m = JOB_ID.matcher(out);
+        if (!m.find()) {
+            throw new IllegalStateException("flink run printed no JobID:\n" + Shell.tail(out, 3000));
+        }
+        step(id() + ": submitted job " + m.group(1) + " (" + keys + " keys of " + VALUE_BYTES + " bytes)");
+        return m.group(1);
+    }
+
+    /** Steady-state throughput and the checkpoints after the fill: duration, full and incremental size. */
+    private void steady(FlinkRest rest, String jobId, BenchSampler sampler, long from, long to) {
+        result.put("steadyEventsPerSecond", sampler.medianRate(from, to));
+        result.put("steadyCpuBusy", sampler.meanCpu(from, to));
+        List<Map<String, Object>> cps = new ArrayList<>();
+        for (JsonNode h : completedSince(rest, jobId, from)) {
+            Map<String, Object> c = new LinkedHashMap<>();
+            c.put("id", h.path("id").asLong());
+            c.put("durationMs", h.path("end_to_end_duration").asLong());
+            c.put("stateBytes", h.path("state_size").asLong());
+            c.put("checkpointedBytes", h.path("checkpointed_size").asLong());
+            cps.add(c);
+        }
+        result.put("steadyCheckpoints", cps);
+        step(id() + ": steady state " + result.get("steadyEventsPerSecond") + " events/s, checkpoints " + cps);
+    }
+
+    private void failAndRecover(FlinkRest rest, String jobId, BenchSampler sampler, Map<String, String> env,
+            double steadyRate) throws Exception {
+        List<String> victims = new ArrayList<>();
+        for (JsonNode v : rest.job(jobId).path("vertices")) {
+            if (!v.path("name").asText().startsWith("Source")) {
+                victims.addAll(rest.taskManagersOf(jobId, v.path("id").asText()));
+            }
+        }
+        victims = new ArrayList<>(new java.util.LinkedHashSet<>(victims)).subList(0, failure.kills);
+        List<String> pids = new ArrayList<>();
+        for (String tm : victims) {
+            pids.add(cluster(env, "pid", tm).strip());
+        }
+        JsonNode latest = rest.checkpoints(jobId).path("latest").path("completed");
+        long stateBytes = latest.path("state_size").asLong();
+        RecoveryTimeline tl = new RecoveryTimeline();
+        tl.kind = "KILL_TASKMANAGERS";
+        RecoveryWatch watch = new RecoveryWatch(rest, jobId, victims);
+        List<String> kill = new ArrayList<>(List.of("kill", "-9"));
+        kill.addAll(pids);
+        tl.killAtMs = System.currentTimeMillis();
+        Shell.run(repo, Map.of(), Duration.ofSeconds(10), kill);
+        tl.killedTaskManagers.addAll(victims);
+        step(id() + ": kill -9 " + victims + " (pids " + pids + "), latest checkpoint " + latest.path("id").asLong()
+                + " holds " + stateBytes + " bytes of state");
+        watch.awaitRecovered(tl, Duration.ofMinutes(15));
+        long back = -1;
+        long deadline = System.currentTimeMillis() + 180_000;
+        while (back < 0 && System.currentTimeMillis() < deadline) {
+            Thread.sleep(500);
+            back = sampler.firstAtLeast(tl.allRunningAtMs, 0.95 * steadyRate);
+        }
+        Map<String, Object> r = new LinkedHashMap<>();
+        r.put("killedTaskManagers", victims);
+        r.put("killAtMs", tl.killAtMs);
+        r.put("stateBytes", stateBytes);
+        r.put("restoredCheckpointId", tl.restoredCheckpointId);
+        r.put("restores", tl.restores);
+        r.put("killToDetectedMs", tl.detectionMs());
+        r.put("killToAllRunningMs", tl.killToRunningMs());
+        r.put("killToThroughputBackMs", back < 0 ? -1 : back - tl.killAtMs);
+        long maxInit = tl.subtasks.stream().filter(s -> !s.vertex.startsWith("Source")).mapToLong(s -> s.initializingMs)
+                .max().orElse(-1);
+        r.put("maxRestoreMs", maxInit);
+        r.put("subtasks", tl.subtasks);
+        r.put("cpuBusyKillToRunning", sampler.meanCpu(tl.killAtMs, tl.allRunningAtMs));
+        result.put("recovery", r);
+        step(id() + ": recovered: detected after " + tl.detectionMs() + " ms, all RUNNING after " + tl.killToRunningMs()
+                + " ms (restore, INITIALIZING→RUNNING, at most " + maxInit + " ms), throughput back after "
+                + r.get("killToThroughputBackMs") + " ms");
+        for (String tm : victims) {
+            cluster(env, "start-tm", tm);
+        }
+        RecoveryWatch.awaitFirstCheckpoint(rest, jobId, tl, "a checkpoint after recovery", Duration.ofMinutes(5));
+    }
+
+    /** Stop with a savepoint (commits the sink's last files), then check the output. */
+    private void stopAndCheck(Map<String, String> env, FlinkRest rest, String jobId, Path output) {
+        Map<String, String> e = new LinkedHashMap<>(env);
+        e.put("FLINK_CONF_DIR", flinkDir.resolve("home/conf").toString());
+        e.put("FLINK_LOG_DIR", flinkDir.resolve("log").toString());
+        Shell.run(repo, e, Duration.ofMinutes(10), List.of(flinkDir.resolve("home/bin/flink").toString(), "stop", jobId));
+        String check = Shell.run(repo, Map.of(), Duration.ofMinutes(10), List.of("java", "-cp",
+                Artifacts.benchJobJar(repo).toString(), "io.fragstate.examples.statebench.StateBenchCheck", output.toString()));
+        result.put("outputCheck", check.strip());
+        step(id() + ": output check: " + check.strip());
+    }
+
+    private static Map<String, Long> delta(Map<String, Long> before, Map<String, Long> after) {
+        Map<String, Long> d = new LinkedHashMap<>();
+        after.forEach((k, v) -> d.put(k, v - before.getOrDefault(k, 0L)));
+        return d;
+    }
+
+    private static String sourceVertex(FlinkRest rest, String jobId) {
+        for (JsonNode v : rest.job(jobId).path("vertices")) {
+            if (v.path("name").asText().startsWith("Source")) {
+                return v.path("id").asText();
+            }
+        }
+        throw new IllegalStateException("job " + jobId + " has no source vertex");
+    }
+
+    /** Records the sources emitted so far (summed over subtasks). */
+    private static long emitted(FlinkRest rest, String jobId, String source) {
+        for (JsonNode m : rest.get("/jobs/" + jobId + "/vertices/" + source + "/subtasks/metrics?get=numRecordsOut&agg=sum")) {
+            return (long) m.path("sum").asDouble();
+        }
+        return 0;
+    }
+
+    /** Completed checkpoints triggered at or after {@code fromMs}, oldest first. */
+    private static List<JsonNode> completedSince(FlinkRest rest, String jobId, long fromMs) {
+        List<JsonNode> out = new ArrayList<>();
+        for (JsonNode h : rest.checkpoints(jobId).path("history")) {
+            if ("COMPLETED".equals(h.path("status").asText()) && h.path("trigger_timestamp").asLong() >= fromMs) {
+                out.add(0, h);
+            }
+        }
+        return out;
+    }
+
+    private String cluster(Map<String, String> env, String cmd, String... args) {
+        List<String> c = new ArrayList<>(List.of("bash", repo.resolve("ci/lib/flink-cluster.sh").toString(), cmd,
+                flinkDir.toString()));
+        c.addAll(List.of(args));
+        return Shell.run(repo, env, Duration.ofMinutes(5), c);
+    }
+
+    private void stopFlink() {
+        try {
+            cluster(Map.of(), "stop");
+        } catch (RuntimeException e) {
+            step("stopping Flink failed: " + e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,108 @@
+package io.fragstate.it;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Samples a running benchmark job every 500 ms on its own thread: the events/s its sources emit
+ * (summed over subtasks, from the REST metrics) and the machine's CPU utilisation (from {@code
+ * /proc/stat}: every emulated host shares this machine's cores, so this tells a CPU-bound restore
+ * from a link-bound one). A sample whose REST call failed (during a failover) has rate -1.
+ */
+final class BenchSampler implements AutoCloseable {
+    /** One sample: wall-clock ms, events/s of the sources, busy fraction of all cores since the last one. */
+    record Sample(long atMs, double eventsPerSecond, double cpuBusy) {}
+
+    private final FlinkRest rest;
+    private final String jobId;
+    private final String sourceVertex;
+    private final List<Sample> samples = new ArrayList<>();
+    private final Thread thread;
+    private volatile boolean stop;
+
+    BenchSampler(FlinkRest rest, String jobId, String sourceVertex) {
+        this.rest = rest;
+        this.jobId = jobId;
+        this.sourceVertex = sourceVertex;
+        this.thread = new Thread(this::loop, "bench-sampler");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    private void loop() {
+        long[] cpu = cpuTicks();
+        while (!stop) {
+            try {
+                Thread.sleep(500);
+            } catch (InterruptedException e) {
+                return;
+            }
+            long[] now = cpuTicks();
+            double busy = now[1] == cpu[1] ? 0 : (double) (now[0] - cpu[0]) / (now[1] - cpu[1]);
+            cpu = now;
+            double rate = -1;
+            try {
+                for (JsonNode m : rest.get("/jobs/" + jobId + "/vertices/" + sourceVertex
+                        + "/subtasks/metrics?get=numRecordsOutPerSecond&agg=sum")) {
+                    rate = m.path("sum").asDouble(-1);
+                }
+            } catch (IllegalStateException e) {
+                // REST unavailable or the vertex restarting: no rate for this sample
+            }
+            synchronized (samples) {
+                samples.add(new Sample(System.currentTimeMillis(), rate, busy));
+            }
+        }
+    }
+
+    /** {busy ticks, total ticks} of all cores. */
+    private static long[] cpuTicks() {
+        try {
+            String[] f = Files.readAllLines(Path.of("/proc/stat")).get(0).trim().split("\\s+");
+            long total = 0;
+            for (int i = 1; i < f.length; i++) {
+                total += Long.parseLong(f[i]);
+            }
+            long idle = Long.parseLong(f[4]) + Long.parseLong(f[5]); // idle + iowait
+            return new long[] {total - idle, total};
+        } catch (IOException | RuntimeException e) {
+            return new long[] {0, 0};
+        }
+    }
+
+    List<Sample> samples() {
+        synchronized (samples) {
+            return List.copyOf(samples);
+        }
+    }
+
+    /** Median events/s of the samples in [fromMs, toMs] that have a rate. */
+    double medianRate(long fromMs, long toMs) {
+        double[] r = samples().stream().filter(s -> s.atMs >= fromMs && s.atMs <= toMs && s.eventsPerSecond >= 0)
+                .mapToDouble(Sample::eventsPerSecond).sorted().toArray();
+        return r.length == 0 ? -1 : r[r.length / 2];
+    }
+
+    /** Mean CPU busy fraction of the samples in [fromMs, toMs]. */
+    double meanCpu(long fromMs, long toMs) {
+        return samples().stream().filter(s -> s.atMs >= fromMs && s.atMs <= toMs).mapToDouble(Sample::cpuBusy)
+                .average().orElse(-1);
+    }
+
+    /** First sample time at or after {@code fromMs} whose rate is at least {@code rate}, or -1. */
+    long firstAtLeast(long fromMs, double rate) {
+        return samples().stream().filter(s -> s.atMs >= fromMs && s.eventsPerSecond >= rate).mapToLong(Sample::atMs)
+                .findFirst().orElse(-1);
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        stop = true;
+        thread.interrupt();
+        thread.join(5000);
+    }
+}

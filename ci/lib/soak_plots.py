@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
 NODE_SERIES = {
     "rss_bytes": ("resident memory", "MiB", 1 / 2**20),
+    "heap_bytes": ("fragstate's live heap", "MiB", 1 / 2**20),
     "fds": ("open file descriptors", "fds", 1),
     "fragment_fds": ("descriptors on fragment files", "fds", 1),
     "tombstones": ("tombstones", "entries", 1),

@@ -14,6 +14,10 @@ use clap::{Parser, Subcommand};
 use crate::args::{parse_bytes, ClusterArgs, CodingArgs};
 use crate::cmd::*;
 
+/// Counts the live heap bytes `fragstate stats` reports (`fragstate_core::heap`).
+#[global_allocator]
+static ALLOCATOR: fragstate_core::heap::CountingAllocator = fragstate_core::heap::CountingAllocator;
+
 #[derive(Parser)]
 #[command(name = "fragstate", version, about = "Erasure-coded, fragment-based state storage for Apache Flink")]
 struct Cli {

@@ -10,6 +10,7 @@
 //! - [`delete`]: what a delete removes on a node.
 //! - [`version`]: how the versions of one path are ordered (overwrites).
 //! - [`sample`]: deterministic bytes for tests and benchmarks.
+//! - [`heap`]: live heap bytes of the process (a counting global allocator).
 //!
 //! The layers above: `fragstate-store` keeps fragments, `fragstate-client`
 //! runs the write/read/repair pipelines over a `Transport`, `fragstate-net`
@@ -47,6 +48,7 @@ pub mod codec;
 pub mod delete;
 pub mod error;
 pub mod format;
+pub mod heap;
 pub mod ids;
 pub mod params;
 pub mod placement;

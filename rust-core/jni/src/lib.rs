@@ -17,6 +17,11 @@ use fragstate_client::reader::ObjectReader;
 use fragstate_client::writer::ObjectWriter;
 use fragstate_core::error::Error;
 use fragstate_node::{Node, NodeConfig};
+
+/// Counts the live heap bytes of fragstate's native code in the JVM (`fragstate_core::heap`;
+/// the gauge `fragstate.heapBytes`, the soak's samples).
+#[global_allocator]
+static ALLOCATOR: fragstate_core::heap::CountingAllocator = fragstate_core::heap::CountingAllocator;
 use jni::objects::{JByteArray, JByteBuffer, JClass, JObject, JString};
 use jni::sys::{jboolean, jint, jlong, jlongArray, jobjectArray, jstring, JNI_FALSE, JNI_TRUE};
 use jni::JNIEnv;

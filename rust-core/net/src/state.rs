@@ -120,6 +120,7 @@ impl Inner {
             streams_refused: g(&c.streams_refused),
             uploads_refused: g(&c.uploads_refused),
             uptime_secs: self.started.elapsed().as_secs(),
+            heap_bytes: fragstate_core::heap::live_bytes().unwrap_or(0),
             scrub: self.scrub.stats(),
         }
     }

@@ -253,8 +253,9 @@ pub struct Hello {
 /// 2: `List` is paged ([`ListReq`], [`ListPage`]). 3: `PutManifest` answers
 /// [`Kind::ManifestPut`], `Delete` of older writes, `ReportCorrupt`
 /// requests; [`NodeStats`] has `manifests_deleted` and the scrub's counters.
+/// 4: [`NodeStats`] has `heap_bytes`.
 /// Peers of another version are not members ([`decode_hello`]).
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// A `List` request: committed objects under `prefix` whose path sorts after
 /// `after` (the last path of the previous page; `None` for the first).
@@ -390,6 +391,9 @@ pub struct NodeStats {
     /// Uploads refused: their peer had its share in progress.
     pub uploads_refused: u64,
     pub uptime_secs: u64,
+    /// Live heap bytes of the node's process held by fragstate's Rust code
+    /// (`fragstate_core::heap`; 0 where the counting allocator is not installed).
+    pub heap_bytes: u64,
     /// The background scrub's counters (cells verified, bad cells found and rebuilt).
     pub scrub: ScrubStats,
 }

@@ -155,6 +155,7 @@ impl Node {
             "fragmentsHeld": fragments,
             "bytesHeld": bytes,
             "manifestsHeld": manifests,
+            "heapBytes": fragstate_core::heap::live_bytes(),
             "client": self.client.stats(),
             "scrub": self.scrub_stats(),
             "network": self.net.as_ref().map(|n| n.stats()),

@@ -24,15 +24,15 @@ final class NodeSampler {
     /** One node at one moment; -1 where the figure could not be read. */
     record NodeSample(double minute, String node, long pid, long rssBytes, long fds, long fragmentFds,
             long fdSoftLimit, long tombstones, long tombstoneFileBytes, long storeBytes, long fragments,
-            long manifestsDeleted) {
+            long manifestsDeleted, long heapBytes) {
 
         static final String CSV_HEADER = "minute,node,pid,rss_bytes,fds,fragment_fds,fd_soft_limit,tombstones,"
-                + "tombstone_file_bytes,store_bytes,fragments,manifests_deleted";
+                + "tombstone_file_bytes,store_bytes,fragments,manifests_deleted,heap_bytes";
 
         String csv() {
-            return String.format(java.util.Locale.ROOT, "%.2f,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", minute, node, pid,
+            return String.format(java.util.Locale.ROOT, "%.2f,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", minute, node, pid,
                     rssBytes, fds, fragmentFds, fdSoftLimit, tombstones, tombstoneFileBytes, storeBytes, fragments,
-                    manifestsDeleted);
+                    manifestsDeleted, heapBytes);
         }
     }
 
@@ -82,7 +82,7 @@ final class NodeSampler {
             long[] fds = openFiles(proc);
             rows.add(new NodeSample(minute, p.getKey(), pid, rssBytes(proc), fds[0], fds[1], fdSoftLimit(proc),
                     figure(s, "tombstones"), figure(s, "tombstoneFileBytes"), figure(s, "bytes"), figure(s, "fragments"),
-                    deleted));
+                    deleted, figure(s, "heapBytes")));
         }
         return rows;
     }

@@ -37,6 +37,8 @@ final class SoakVerdict {
 
     static final List<Series> SERIES = List.of(
             new Series("rss_bytes", NodeSampler.NodeSample::rssBytes, 32L << 20),
+            // fragstate's own live heap in the process (the JVMs' RSS also holds the Java heap and RocksDB)
+            new Series("heap_bytes", NodeSampler.NodeSample::heapBytes, 16L << 20),
             new Series("fds", NodeSampler.NodeSample::fds, 16),
             new Series("tombstones", NodeSampler.NodeSample::tombstones, 1_000),
             new Series("tombstone_file_bytes", NodeSampler.NodeSample::tombstoneFileBytes, 256L << 10),

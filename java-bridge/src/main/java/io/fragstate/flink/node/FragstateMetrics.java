@@ -47,6 +47,7 @@ public final class FragstateMetrics {
                     Map.entry("fragmentsHeld", "/fragmentsHeld"),
                     Map.entry("bytesHeld", "/bytesHeld"),
                     Map.entry("manifestsHeld", "/manifestsHeld"),
+                    Map.entry("heapBytes", "/heapBytes"),
                     Map.entry("bytesWritten", "/client/bytesWritten"),
                     Map.entry("bytesRead", "/client/bytesRead"),
                     Map.entry("objectsWritten", "/client/objectsWritten"),

@@ -79,6 +79,7 @@ class FragstateMetricsTest {
                         "fragstate.liveNodes",
                         "fragstate.fragmentsHeld",
                         "fragstate.bytesHeld",
+                        "fragstate.heapBytes",
                         "fragstate.bytesWritten",
                         "fragstate.bytesRead",
                         "fragstate.stripesReconstructed",
@@ -100,6 +101,7 @@ class FragstateMetricsTest {
         FragstateMetrics.freshStats();
         long written = gauge(m, "fragstate.bytesWritten");
         long held = gauge(m, "fragstate.bytesHeld");
+        long heap = gauge(m, "fragstate.heapBytes");
         Path p = new Path("fragstate://metrics/" + UUID.randomUUID());
         try (FSDataOutputStream out = p.getFileSystem().create(p, FileSystem.WriteMode.NO_OVERWRITE)) {
             out.write(new byte[3 * 1024 * 1024]);
@@ -110,6 +112,8 @@ class FragstateMetricsTest {
         // k = 4, m = 2: 1.5 × the data, plus headers
         assertThat(gauge(m, "fragstate.bytesHeld") - held).isGreaterThanOrEqualTo(3 * 1024 * 1024 * 3 / 2);
         assertThat(gauge(m, "fragstate.fragmentsHeld")).isPositive();
+        // the embedded mesh keeps its fragments in memory: on fragstate's own (counted) heap
+        assertThat(gauge(m, "fragstate.heapBytes") - heap).isGreaterThanOrEqualTo(3 * 1024 * 1024 * 3 / 2);
         p.getFileSystem().delete(p, false);
     }
 

@@ -11,8 +11,6 @@ FLINK_VERSION="${FLINK_VERSION:-2.2.1}"
 KAFKA_VERSION="${KAFKA_VERSION:-4.2.0}"
 # S3 server for the checkpoint-storage comparison (Go module, built by ci/lib/fetch-versitygw.sh)
 VERSITYGW_VERSION="${VERSITYGW_VERSION:-v1.8.0}"
-# Hadoop's S3A client for Flink's s3a:// file system (ci/lib/fetch-s3a.sh)
-S3A_HADOOP_VERSION="${S3A_HADOOP_VERSION:-3.4.2}"
 
 # step MESSAGE: a heading on stdout, for the phases of a driver script.
 step() { printf '\n==> %s\n' "$*"; }

@@ -13,6 +13,9 @@ set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
+# Hadoop's S3A client version (hadoop-aws declares the AWS SDK version that goes with it)
+S3A_HADOOP_VERSION="${S3A_HADOOP_VERSION:-3.4.2}"
+
 v="$S3A_HADOOP_VERSION"
 dest="$FRAGSTATE_CACHE/s3a-$v"
 if [ -f "$dest/.complete" ] && ls "$dest"/hadoop-aws-"$v".jar >/dev/null 2>&1; then

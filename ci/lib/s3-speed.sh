@@ -8,8 +8,9 @@
 # CLIENT curl: one `curl --aws-sigv4` process per object (the machine's curl, >= 7.75; payload
 #   not hashed: x-amz-content-sha256 UNSIGNED-PAYLOAD), GET bodies to /dev/null: the server's speed.
 # CLIENT s3a: Hadoop's FsShell through S3AFileSystem with the jars and core-site.xml Flink uses
-#   (s3.sh flink-env): PUT = one JVM, `-put -d -t STREAMS`; GET = STREAMS JVMs, each `-cat` of
-#   its share of the objects to /dev/null. The times include the JVM starts (logged once).
+#   (s3.sh flink-env): PUT = one JVM `-put -d -t STREAMS`, GET = one JVM `-get -t STREAMS` into
+#   tmpfs. The times include the JVM's start; "net" leaves out the time of one FsShell -ls (JVM
+#   start + S3A init), measured just before: take volumes that last well beyond it.
 # Objects go to bucket `speed` (created), under speed-<pid>/, and are deleted at the end.
 # LAUNCH (as for s3.sh): the words that run the clients on the host they should run on.
 set -euo pipefail
@@ -62,27 +63,24 @@ case "$client" in
       -cp "$HADOOP_CONF_DIR:$HADOOP_CLASSPATH:$flink_home/lib/*" org.apache.hadoop.fs.FsShell
       -D io.file.buffer.size=1048576)
     for ((i = 1; i <= n; i++)); do ln -s object "$work/o$i"; done
-    # one JVM: -put of all objects with STREAMS threads (-t), no _COPYING_ file and rename (-d)
+    # one JVM each way, STREAMS threads (-t): -put without _COPYING_ file and rename (-d); -get
+    # into a folder on tmpfs (/dev/shm when there is one), removed after
     put_all() { "${fsshell[@]}" -put -d -f -t "$streams" $(seq -f "$work/o%g" 1 "$n") "s3a://speed/$prefix/"; }
-    # STREAMS JVMs, stream I reads objects I, I+STREAMS, ... with -cat
-    get_all() {
-      local i pids=() rc=0
-      for ((i = 1; i <= streams && i <= n; i++)); do
-        "${fsshell[@]}" -cat $(seq -f "s3a://speed/$prefix/o%g" "$i" "$streams" "$n") >/dev/null &
-        pids+=($!)
-      done
-      for i in "${pids[@]}"; do wait "$i" || rc=1; done
-      return $rc
-    }
+    sink="$work/get"
+    [ -d /dev/shm ] && sink="$(mktemp -d /dev/shm/s3-speed.XXXXXX)"
+    trap 'rm -rf "$work" "$run/data/speed/$prefix" "$sink"' EXIT
+    get_all() { mkdir -p "$sink" && "${fsshell[@]}" -get -f -t "$streams" $(seq -f "s3a://speed/$prefix/o%g" 1 "$n") "$sink/"; }
     "${fsshell[@]}" -mkdir -p "s3a://speed/$prefix" || die "FsShell -mkdir through s3a failed"
     t0="$(date +%s.%N)"
     "${fsshell[@]}" -ls "s3a://speed/$prefix" >/dev/null || die "FsShell -ls through s3a failed"
-    log "one FsShell JVM start + S3A init + -ls: $(awk -v t0="$t0" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.2f", t1 - t0 }') s (included in the times below, once per JVM)"
+    jvm_secs="$(awk -v t0="$t0" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.2f", t1 - t0 }')"
+    log "one FsShell JVM start + S3A init + -ls: $jvm_secs s (in the times below; 'net' leaves it out)"
     ;;
   *) die "unknown client '$client' (curl or s3a)" ;;
 esac
 
 hz="$(getconf CLK_TCK)"
+jvm_secs="${jvm_secs:-0}"
 measure() {
   local what=$1 t0 t1 s0 s1 c0 c1
   children_secs >"$work/c0"
@@ -95,10 +93,12 @@ measure() {
   children_secs >"$work/c1"
   c1="$(cat "$work/c1")"
   awk -v w="$what" -v b="$bytes" -v t0="$t0" -v t1="$t1" -v s="$((s1 - s0))" -v hz="$hz" -v c0="$c0" -v c1="$c1" \
-    -v n="$n" -v mb="$size_mb" -v p="$streams" -v cl="$client" 'BEGIN {
+    -v n="$n" -v mb="$size_mb" -v p="$streams" -v cl="$client" -v j="$jvm_secs" 'BEGIN {
       d = t1 - t0
-      printf "%-3s %d x %d MiB, %d streams, %s: %.2f s, %.0f MB/s; CPU s: server %.2f, clients %.2f\n",
-        toupper(w), n, mb, p, cl, d, b / d / 1e6, s / hz, c1 - c0 }'
+      net = ""
+      if (j > 0 && d > j) net = sprintf(" (net of %.2f s JVM start: %.0f MB/s)", j, b / (d - j) / 1e6)
+      printf "%-3s %d x %d MiB, %d streams, %s: %.2f s, %.0f MB/s%s; CPU s: server %.2f, clients %.2f\n",
+        toupper(w), n, mb, p, cl, d, b / d / 1e6, net, s / hz, c1 - c0 }'
 }
 log "S3 speed: $n objects of $size_mb MiB, $streams streams, client $client, server $endpoint; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 measure put

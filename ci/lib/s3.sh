@@ -71,13 +71,12 @@ write_core_site() {
   <property><name>fs.s3a.aws.credentials.provider</name><value>org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider</value></property>
   <property><name>fs.s3a.access.key</name><value>$S3_ACCESS_KEY</value></property>
   <property><name>fs.s3a.secret.key</name><value>$S3_SECRET_KEY</value></property>
-  <property><name>fs.s3a.connection.maximum</name><value>200</value></property>
-  <property><name>fs.s3a.threads.max</name><value>64</value></property>
+  <property><name>fs.s3a.connection.maximum</name><value>500</value></property>
+  <property><name>fs.s3a.threads.max</name><value>96</value></property>
   <property><name>fs.s3a.experimental.input.fadvise</name><value>sequential</value></property>
   <property><name>fs.s3a.readahead.range</name><value>1M</value></property>
   <property><name>fs.s3a.performance.flags</name><value>create,mkdir</value></property>
   <property><name>fs.s3a.buffer.dir</name><value>$run/s3a-buffer</value></property>
-  <property><name>fs.s3a.retry.interval</name><value>200ms</value></property>
 </configuration>
 XML
 }

@@ -9,6 +9,8 @@ FRAGSTATE_CACHE="${FRAGSTATE_CACHE:-$FRAGSTATE_REPO/.cache}"
 # Pinned versions of the external services (see integration-tests/README.md).
 FLINK_VERSION="${FLINK_VERSION:-2.2.1}"
 KAFKA_VERSION="${KAFKA_VERSION:-4.2.0}"
+# S3 server for the checkpoint-storage comparison (Go module, built by ci/lib/fetch-versitygw.sh)
+VERSITYGW_VERSION="${VERSITYGW_VERSION:-v1.8.0}"
 
 # step MESSAGE: a heading on stdout, for the phases of a driver script.
 step() { printf '\n==> %s\n' "$*"; }

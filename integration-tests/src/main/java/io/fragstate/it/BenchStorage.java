@@ -70,7 +70,7 @@ final class BenchStorage implements AutoCloseable {
             case HDFS_EC:
                 return hdfsUri + "/flink/checkpoints";
             case S3:
-                return "s3a://flink/checkpoints";
+                return "s3a://flink/checkpoints"; // s3.sh flink-config says the same
             case FILE:
                 return runDir.resolve("checkpoints").toUri().toString();
             default:
@@ -82,7 +82,7 @@ final class BenchStorage implements AutoCloseable {
     Map<String, String> extraFlinkConfig(BenchSystem s) {
         Map<String, String> c = new LinkedHashMap<>();
         if (s == BenchSystem.S3) {
-            for (String line : run(Duration.ofSeconds(30), null, "ci/lib/s3.sh", "flink-config", runDir.toString()).split("\\R")) {
+            for (String line : run(Duration.ofSeconds(30), null, "ci/lib/s3.sh", "flink-config", runDir.toString(), "flink").split("\\R")) {
                 int colon = line.indexOf(':');
                 if (colon > 0 && !line.startsWith("#")) {
                     c.put(line.substring(0, colon).strip(), line.substring(colon + 1).strip());
@@ -117,9 +117,12 @@ final class BenchStorage implements AutoCloseable {
         }
         try {
             for (String line : run(Duration.ofSeconds(30), null, script, "bytes", runDir.toString()).split("\\R")) {
+                // hdfs.sh: "NAME READ WRITTEN" per DataNode; s3.sh: one number, the bytes the server sent
                 String[] f = line.strip().split("\\s+");
                 if (f.length >= 2 && f[1].matches("\\d+")) {
                     out.put(f[0], Long.parseLong(f[1]));
+                } else if (f.length == 1 && f[0].matches("\\d+")) {
+                    out.put(system.id, Long.parseLong(f[0]));
                 }
             }
         } catch (IllegalStateException e) {

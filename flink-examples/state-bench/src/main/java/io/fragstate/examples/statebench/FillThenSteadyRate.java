@@ -16,8 +16,10 @@ import org.apache.flink.api.connector.source.util.ratelimit.RateLimiterStrategy;
  *
  * <p>Permits are spaced on {@code System.nanoTime}; a permit that is due completes at once, a
  * later one through {@link CompletableFuture#delayedExecutor} (the JDK's timer thread, so no
- * thread of the job's class loader outlives it). A source that fell behind (backpressure) may
- * catch up at most {@link Limiter#MAX_CATCH_UP_NANOS} worth of permits in a burst.
+ * thread of the job's class loader outlives it). A source that fell behind (backpressure, a late
+ * timer on a busy machine) may catch up at most {@link Limiter#MAX_CATCH_UP_NANOS} (1 s, like the
+ * Guava limiter behind {@link RateLimiterStrategy#perSecond}) worth of permits in a burst, so the
+ * average rate holds.
  */
 final class FillThenSteadyRate implements RateLimiterStrategy<NumberSequenceSplit> {
     private static final long serialVersionUID = 1L;
@@ -40,7 +42,7 @@ final class FillThenSteadyRate implements RateLimiterStrategy<NumberSequenceSpli
     }
 
     static final class Limiter implements RateLimiter<NumberSequenceSplit> {
-        static final long MAX_CATCH_UP_NANOS = 50_000_000L;
+        static final long MAX_CATCH_UP_NANOS = 1_000_000_000L;
         private static final CompletableFuture<Void> NOW = CompletableFuture.completedFuture(null);
 
         private final SourcePosition position;

@@ -48,7 +48,7 @@ public final class StateBenchJob {
         env.setRuntimeMode(RuntimeExecutionMode.STREAMING); // the generator source is bounded; never run it as a batch job
         SourcePosition position = new SourcePosition();
         DataGeneratorSource<Long> source = new DataGeneratorSource<>(
-                new EventIndexGenerator(position),
+                new EventIndexGenerator(position, s.keys()),
                 s.events(),
                 new FillThenSteadyRate(position, s.keys(), s.fillPerSecond(), s.steadyPerSecond()),
                 Types.LONG);

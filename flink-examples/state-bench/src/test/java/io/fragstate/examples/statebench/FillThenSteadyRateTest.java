@@ -55,6 +55,17 @@ class FillThenSteadyRateTest {
     }
 
     @Test
+    void permitsDueWithinTenMillisecondsCompleteAtOnce() {
+        SourcePosition pos = new SourcePosition();
+        pos.set(100);
+        FillThenSteadyRate.Limiter l = new FillThenSteadyRate.Limiter(pos, 10, 0, 1000, () -> 0L);
+        for (int i = 0; i < 10; i++) {
+            assertThat(l.acquire(1).toCompletableFuture()).as("permit %d, due at %d ms", i, i).isDone();
+        }
+        assertThat(l.acquire(1).toCompletableFuture()).as("permit 10, due at 10 ms").isNotDone();
+    }
+
+    @Test
     void zeroRateDoesNotThrottle() {
         SourcePosition pos = new SourcePosition();
         FillThenSteadyRate.Limiter l = new FillThenSteadyRate.Limiter(pos, 10, 0, 0, () -> 0L);

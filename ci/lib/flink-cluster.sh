@@ -27,8 +27,9 @@
 #       *.bind-host / rest.bind-address: 0.0.0.0); run this script from a host of the topology.
 #
 # Base settings: hashmap state backend with file:// checkpoints in RUN_DIR/checkpoints
-# (plain Flink, scenario h), fast failure detection (heartbeat 1 s / 5 s), fixed-delay restarts,
-# slots spread evenly, small memory (JM 1 GiB, TM 1 GiB with 2 slots) to fit 2 cores / 24 GiB.
+# (plain Flink, scenario h), temporary files (TaskManager working dirs, RocksDB) in RUN_DIR/tmp,
+# fast failure detection (heartbeat 1 s / 5 s), fixed-delay restarts, slots spread evenly,
+# small memory (JM 1 GiB, TM 1 GiB with 2 slots) to fit 2 cores / 24 GiB.
 set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -55,7 +56,7 @@ layout_home() {
   mkdir -p "$run"
   run="$(cd "$run" && pwd)"
   rm -rf "$run/home" "$run/netns.run"
-  mkdir -p "$run/home/lib" "$run/home/conf" "$run/checkpoints" "$run/savepoints" "$run/log" "$run/pids"
+  mkdir -p "$run/home/lib" "$run/home/conf" "$run/checkpoints" "$run/savepoints" "$run/log" "$run/pids" "$run/tmp"
   cp -R "$dist/bin" "$run/home/bin"
   for jar in "$dist"/lib/*.jar; do ln -s "$jar" "$run/home/lib/"; done
   for jar in "$@"; do
@@ -106,6 +107,9 @@ execution.checkpointing.storage: filesystem
 execution.checkpointing.dir: file://$run/checkpoints
 execution.checkpointing.savepoint-dir: file://$run/savepoints
 execution.checkpointing.num-retained: 2
+# per run: a TaskManager's working dir is io.tmp.dirs/tm_<resource-id>, cleaned when a TaskManager of
+# that id starts or stops; with the default /tmp another cluster's tm-1 deletes this one's RocksDB files
+io.tmp.dirs: $run/tmp
 env.java.opts.all: $opens -XX:+UseG1GC -XX:TieredStopAtLevel=1
 YAML
   : >"$run/home/conf/config.yaml"

@@ -152,6 +152,8 @@ final class BenchRun {
         // the baselines download and upload with 4 threads per subtask (Flink's default is 4 as
         // well; set so the comparison does not depend on it)
         c.put("state.backend.rocksdb.checkpoint.transfer.thread.num", "4");
+        // fresh metrics for the throughput samples (default: fetched from the TaskManagers every 10 s)
+        c.put("metrics.fetcher.update-interval", "500 ms");
         // the restore phase of every subtask, from Flink's own JobInitialization trace
         c.put("traces.reporter.slf4j.factory.class", "org.apache.flink.traces.slf4j.Slf4jTraceReporterFactory");
         return c;

@@ -9,13 +9,19 @@ import java.util.List;
 
 /**
  * Samples a running benchmark job every 500 ms on its own thread: the events/s its sources emit
- * (summed over subtasks, from the REST metrics) and the machine's CPU utilisation (from {@code
+ * (the change of their summed {@code numRecordsOut} over the last 2 s; Flink's own
+ * {@code numRecordsOutPerSecond} is a 60-second average, too slow to see a recovery) and the
+ * machine's CPU utilisation (from {@code
  * /proc/stat}: every emulated host shares this machine's cores, so this tells a CPU-bound restore
- * from a link-bound one). A sample whose REST call failed (during a failover) has rate -1.
+ * from a link-bound one). A sample without a rate (REST unavailable, or the counters restarted
+ * with new task attempts) has rate -1.
  */
 final class BenchSampler implements AutoCloseable {
     /** One sample: wall-clock ms, events/s of the sources, busy fraction of all cores since the last one. */
     record Sample(long atMs, double eventsPerSecond, double cpuBusy) {}
+
+    /** The rate is taken over this much time (the JobManager fetches metrics every 500 ms in the benchmark). */
+    private static final long WINDOW_MS = 2_000;
 
     private final FlinkRest rest;
     private final String jobId;
@@ -35,6 +41,8 @@ final class BenchSampler implements AutoCloseable {
 
     private void loop() {
         long[] cpu = cpuTicks();
+        // (time, count) of this task attempt's samples within the window
+        java.util.ArrayDeque<long[]> window = new java.util.ArrayDeque<>();
         while (!stop) {
             try {
                 Thread.sleep(500);
@@ -44,17 +52,31 @@ final class BenchSampler implements AutoCloseable {
             long[] now = cpuTicks();
             double busy = now[1] == cpu[1] ? 0 : (double) (now[0] - cpu[0]) / (now[1] - cpu[1]);
             cpu = now;
-            double rate = -1;
+            long count = -1;
             try {
                 for (JsonNode m : rest.get("/jobs/" + jobId + "/vertices/" + sourceVertex
-                        + "/subtasks/metrics?get=numRecordsOutPerSecond&agg=sum")) {
-                    rate = m.path("sum").asDouble(-1);
+                        + "/subtasks/metrics?get=numRecordsOut&agg=sum")) {
+                    count = (long) m.path("sum").asDouble(-1);
                 }
             } catch (IllegalStateException e) {
-                // REST unavailable or the vertex restarting: no rate for this sample
+                // REST unavailable or the vertex restarting: no count for this sample
+            }
+            long at = System.currentTimeMillis();
+            if (count < 0 || (!window.isEmpty() && count < window.peekLast()[1])) {
+                window.clear(); // no figure, or new task attempts counting from 0
+            }
+            double rate = -1;
+            if (count >= 0) {
+                while (!window.isEmpty() && at - window.peekFirst()[0] > WINDOW_MS) {
+                    window.pollFirst();
+                }
+                if (!window.isEmpty() && at > window.peekFirst()[0]) {
+                    rate = (count - window.peekFirst()[1]) * 1000.0 / (at - window.peekFirst()[0]);
+                }
+                window.addLast(new long[] {at, count});
             }
             synchronized (samples) {
-                samples.add(new Sample(System.currentTimeMillis(), rate, busy));
+                samples.add(new Sample(at, rate, busy));
             }
         }
     }

@@ -206,6 +206,7 @@ namenode() {
   valid_addr "$addr"
   hd_dir create
   mkdir -p "$hd/conf" "$hd/nn" "$hd/datanodes" "$hd/logs"
+  if pid="$(daemon_pid namenode)"; then die "the HDFS NameNode of $run is already running (pid $pid)"; fi
   # the same ports again when this NameNode is restarted (the DataNodes' configuration names them)
   if [ -f "$hd/namenode.addr" ] && [ "$(awk '{print $1}' "$hd/namenode.addr")" = "$addr" ]; then
     read -r _ rpc http <"$hd/namenode.addr"
@@ -250,6 +251,7 @@ datanode() {
   hd_dir
   [ -f "$hd/namenode.addr" ] || die "no NameNode configured in $hd (run hdfs.sh namenode first)"
   read -r nn_addr nn_rpc nn_http <"$hd/namenode.addr"
+  if pid="$(daemon_pid "$name")"; then die "HDFS DataNode $name of $run is already running (pid $pid)"; fi
   d="$hd/dn/$name"
   mkdir -p "$d/conf" "$d/data" "$hd/datanodes"
   if [ -f "$hd/datanodes/$name" ] && [ "$(awk '{print $1}' "$hd/datanodes/$name")" = "$addr" ]; then

@@ -6,7 +6,7 @@
 # (through Hadoop's FsShell -put/-get; "net" subtracts the JVM start of an empty FsShell call)
 # and each DataNode's bytes read/written. Stops everything it started, also on failure.
 #
-#   hdfs-selftest.sh [MB]     (default 300; run dir: a new /tmp/hdfs-selftest.XXXXXX, kept)
+#   hdfs-selftest.sh [MB]     (default 300; run dir: a new /tmp/hdfs-selftest.XXXXXX, its logs kept)
 set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -16,9 +16,12 @@ mb="${1:-300}"
 [[ "$mb" =~ ^[0-9]+$ ]] || die "usage: hdfs-selftest.sh [MB]"
 unset LAUNCH
 run="$(mktemp -d /tmp/hdfs-selftest.XXXXXX)"
-trap '"$hdfs" stop "$run"' EXIT
+# the daemons stop and the big files go, also on failure; logs stay in $run
+trap '"$hdfs" stop "$run"; rm -f "$run"/data.bin "$run"/back-*.bin' EXIT
 
 now() { date +%s.%N; }
+# elapsed T0 T1: seconds from T0 to T1 (two nows)
+elapsed() { python3 -c 'import sys; print("%.3f" % (float(sys.argv[2]) - float(sys.argv[1])))' "$1" "$2"; }
 # rate LABEL SECONDS: one result line (gross and net of the JVM start)
 rate() {
   python3 -c 'import sys
@@ -34,7 +37,7 @@ timed() {
   # the client's WARNs (with stack traces when a DataNode is dead) go to client.log
   "$hdfs" shell "$run" "$@" 2>>"$run/client.log" || die "$label: FsShell $* failed (see $run/client.log)"
   t1="$(now)"
-  rate "$label" "$(echo "$t1 - $t0" | bc)"
+  rate "$label" "$(elapsed "$t0" "$t1")"
   grep -q ' WARN ' "$run/client.log" 2>/dev/null \
     && echo "   client warnings: $(grep ' WARN ' "$run/client.log" | sed -E 's/^[^ ]+ [^ ]+ WARN ([^:]+):.*/\1/' | sort | uniq -c | tr -s ' \n' ' ')(see $run/client.log)"
   mv "$run/client.log" "$run/client-$(date +%s%N).log" 2>/dev/null || true
@@ -58,7 +61,8 @@ step "$mb MiB of random data"
 head -c "${mb}M" /dev/urandom >"$run/data.bin"
 t0="$(now)"
 "$hdfs" shell "$run" -test -d / || die "FsShell -test -d / failed"
-jvm="$(echo "$(now) - $t0" | bc)"
+t1="$(now)"
+jvm="$(elapsed "$t0" "$t1")"
 log "an empty FsShell call (JVM start + NameNode round trip) takes ${jvm}s"
 
 step "write"
@@ -101,5 +105,4 @@ done
 
 step "summary ($run/results.txt)"
 cat "$run/results.txt"
-rm -f "$run"/data.bin "$run"/back-*.bin
-echo "HDFS self-test passed"
+echo "HDFS self-test passed (logs: $run)"

@@ -50,7 +50,12 @@ hd_dir() {
   hd="$(cd "$run/hdfs" && pwd)"
 }
 
-hadoop_libs() { echo "$("$here/fetch-hadoop.sh")/libs"; }
+# hadoop_libs: the folder of the Hadoop jars (fetched on first use); exits when they cannot be had
+hadoop_libs() {
+  local d
+  d="$("$here/fetch-hadoop.sh")" || exit 1 # (fetch-hadoop.sh named what failed)
+  echo "$d/libs"
+}
 
 # valid_addr ADDR: an IPv4 address, the form every bind and check below expects.
 valid_addr() {
@@ -68,7 +73,7 @@ socks = []
 for _ in range(int(sys.argv[2])):
     s = socket.socket(); s.bind((sys.argv[1], 0)); socks.append(s)
 print(" ".join(str(s.getsockname()[1]) for s in socks))
-' "$1" "$2" || die "cannot bind to $1${LAUNCH:+ (behind LAUNCH=$LAUNCH)}: is the address configured there?"
+' "$1" "$2" 2>/dev/null || die "cannot bind to $1${LAUNCH:+ (behind LAUNCH=$LAUNCH)}: is the address configured there?"
 }
 
 # open_at ADDR PORT: true when something accepts connections on ADDR:PORT, where LAUNCH runs.
@@ -149,7 +154,7 @@ L4J
 java_cmd() {
   local conf=$1 marker=$2 cls=$3 libs heap=512m l4j=daemon
   shift 3
-  libs="$(hadoop_libs)"
+  libs="$(hadoop_libs)" || exit 1
   case "$marker" in -Dfragstate.hdfs.client*) heap=256m; l4j=client ;; esac
   jcmd=("${launch[@]}" java -Xms64m "-Xmx$heap" -XX:+UseG1GC -Djava.net.preferIPv4Stack=true
     "-Dlog4j.configuration=file:$hd/log4j-$l4j.properties" "$marker"
@@ -201,7 +206,7 @@ stop_daemon() {
 }
 
 namenode() {
-  local addr=${1:-} rpc http pid
+  local addr=${1:-} rpc http pid ports
   [ -n "$addr" ] || usage
   valid_addr "$addr"
   hd_dir create
@@ -212,7 +217,8 @@ namenode() {
     read -r _ rpc http <"$hd/namenode.addr"
   else
     [ ! -f "$hd/nn/name/current/VERSION" ] || die "$hd already holds a NameNode for another address ($(cat "$hd/namenode.addr" 2>/dev/null)); use a new RUN_DIR"
-    read -r rpc http <<<"$(free_ports_on "$addr" 2)"
+    ports="$(free_ports_on "$addr" 2)" || exit 1 # (free_ports_on said why)
+    read -r rpc http <<<"$ports"
   fi
   open_at "$addr" "$rpc" && die "$addr:$rpc (the NameNode's RPC port) is already in use"
   echo "$addr $rpc $http" >"$hd/namenode.addr"
@@ -244,7 +250,7 @@ namenode() {
 }
 
 datanode() {
-  local name=${1:-} addr=${2:-} xfer http ipc pid nn_addr nn_rpc nn_http d
+  local name=${1:-} addr=${2:-} xfer http ipc pid nn_addr nn_rpc nn_http d ports
   [ -n "$name" ] && [ -n "$addr" ] || usage
   valid_name "$name"
   valid_addr "$addr"
@@ -257,7 +263,8 @@ datanode() {
   if [ -f "$hd/datanodes/$name" ] && [ "$(awk '{print $1}' "$hd/datanodes/$name")" = "$addr" ]; then
     read -r _ xfer http ipc <"$hd/datanodes/$name"
   else
-    read -r xfer http ipc <<<"$(free_ports_on "$addr" 3)"
+    ports="$(free_ports_on "$addr" 3)" || exit 1
+    read -r xfer http ipc <<<"$ports"
   fi
   open_at "$addr" "$xfer" && die "$addr:$xfer (data port of DataNode $name) is already in use"
   echo "$addr $xfer $http $ipc" >"$hd/datanodes/$name"
@@ -338,7 +345,7 @@ flink_env() {
   local libs cp="" j f
   hd_dir
   [ -f "$hd/conf/core-site.xml" ] || die "no HDFS configuration in $hd/conf (run hdfs.sh namenode first)"
-  libs="$(hadoop_libs)"
+  libs="$(hadoop_libs)" || exit 1
   # the client jars only: the minicluster jar (server side) is not needed by a client
   for j in hadoop-client-api-$HADOOP_VERSION hadoop-client-runtime-$HADOOP_VERSION commons-logging-*; do
     for f in "$libs"/$j.jar; do

@@ -26,7 +26,8 @@ elapsed() { python3 -c 'import sys; print("%.3f" % (float(sys.argv[2]) - float(s
 rate() {
   python3 -c 'import sys
 mb, s, jvm = float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-print("%-34s %6.2f s  %7.1f MiB/s  (net of JVM start %.1f s: %7.1f MiB/s)" % (sys.argv[1], s, mb / s, jvm, mb / max(s - jvm, 0.01)))' \
+net = "%7.1f MiB/s" % (mb / (s - jvm)) if s > jvm + 0.05 else "n/a (too small to tell)"
+print("%-34s %6.2f s  %7.1f MiB/s  (net of JVM start %.1f s: %s)" % (sys.argv[1], s, mb / s, jvm, net))' \
     "$1" "$mb" "$2" "$jvm" | tee -a "$run/results.txt"
 }
 # timed LABEL ARG...: hdfs.sh shell ARG..., its rate

@@ -11,6 +11,8 @@ FLINK_VERSION="${FLINK_VERSION:-2.2.1}"
 KAFKA_VERSION="${KAFKA_VERSION:-4.2.0}"
 # S3 server for the checkpoint-storage comparison (Go module, built by ci/lib/fetch-versitygw.sh)
 VERSITYGW_VERSION="${VERSITYGW_VERSION:-v1.8.0}"
+# HDFS for the same comparison (NameNode/DataNodes from Maven Central, ci/lib/fetch-hadoop.sh)
+HADOOP_VERSION="${HADOOP_VERSION:-3.4.2}"
 
 # step MESSAGE: a heading on stdout, for the phases of a driver script.
 step() { printf '\n==> %s\n' "$*"; }

@@ -56,7 +56,7 @@ for mode in key open; do
     wait_until 5 $! grep -q LISTEN "$T/n$i.out" || die "node n$i printed no LISTEN line within 5 s: $(tail -n 3 "$T/n$i.err")"
   done
   run() { ip netns exec "$P-0" "$B" "$@" --bootstrap $BOOT "${SEC[@]}" --wait-nodes $NODES; }
-  echo "[$mode: $([ $mode = key ] && echo 'pnet + noise + yamux' || echo 'noise + yamux, no cluster key')]"
+  echo "[$mode: $([ $mode = key ] && echo 'noise keyed by the cluster key + yamux' || echo 'noise + yamux, no cluster key')]"
   for km in "4 2" "1 1"; do
     set -- $km
     run put --overwrite --k "$1" --m "$2" "$T/in.bin" "/obj-k$1" 2>/dev/null | sed 's/; replaced.*//; s/^/  /'

@@ -1,5 +1,5 @@
-//! The cluster key: a libp2p private-network pre-shared key (`pnet`), read
-//! from a key file in the standard libp2p/IPFS swarm-key format:
+//! The cluster key: 32 secret bytes shared by every member, read from a key
+//! file in the standard libp2p/IPFS swarm-key (`pnet`) format:
 //!
 //! ```text
 //! /key/swarm/psk/1.0.0/
@@ -8,9 +8,10 @@
 //! ```
 //!
 //! `fragstate keygen FILE` writes one (mode 0600). Every node of a cluster
-//! uses the same file; a connection between nodes with different keys (or
-//! one with a key and one without) fails in the first bytes of the
-//! handshake, before noise, so such a node can neither join nor read.
+//! uses the same file; it keys the noise handshake (its prologue,
+//! `swarm::build_transport`), so a connection between nodes with different
+//! keys (or one with a key and one without) fails in the handshake and such
+//! a node can neither join nor read.
 //! The node identity (peer id) key is separate: see [`load_or_create_identity`].
 
 use std::io::Read;

@@ -2,7 +2,7 @@
 //! and `fragstate_client::Client` runs over it unchanged because [`NetNode`]
 //! implements `fragstate_client::transport::Transport`.
 //!
-//! - [`key`]: the cluster key (pnet pre-shared key file) and node identities.
+//! - [`key`]: the cluster key (a pre-shared key file in libp2p's `pnet` format) and node identities.
 //! - [`wire`]: the frames of the fragment protocol.
 //! - [`config`]: how a node runs ([`NetConfig`]).
 //! - [`node`]: [`NetNode`], which starts and owns everything below.

@@ -253,9 +253,11 @@ pub struct Hello {
 /// 2: `List` is paged ([`ListReq`], [`ListPage`]). 3: `PutManifest` answers
 /// [`Kind::ManifestPut`], `Delete` of older writes, `ReportCorrupt`
 /// requests; [`NodeStats`] has `manifests_deleted` and the scrub's counters.
-/// 4: [`NodeStats`] has `heap_bytes`.
+/// 4: [`NodeStats`] has `heap_bytes`. 5: the cluster key keys Noise's
+/// handshake (its prologue) instead of a `pnet` cipher around it; nodes of
+/// older versions fail the handshake.
 /// Peers of another version are not members ([`decode_hello`]).
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// A `List` request: committed objects under `prefix` whose path sorts after
 /// `after` (the last path of the previous page; `None` for the first).

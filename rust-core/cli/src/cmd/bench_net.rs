@@ -106,7 +106,7 @@ pub(crate) fn bench_net(a: BenchNetArgs) -> Result<()> {
     let keyfile = dir.join("cluster.key");
     let _ = std::fs::remove_file(&keyfile);
     write_cluster_key(&keyfile)?;
-    let mut modes = vec![("pnet+noise+yamux", Some(keyfile.clone()))];
+    let mut modes = vec![("keyed-noise+yamux", Some(keyfile.clone()))];
     if a.with_insecure {
         modes.push(("noise+yamux (no key)", None));
     }

@@ -247,6 +247,9 @@ final class BenchRun {
             cluster(env, "start-tm", tm);
         }
         RecoveryWatch.awaitFirstCheckpoint(rest, jobId, tl, "a checkpoint after recovery", Duration.ofMinutes(5));
+        // logged by the JobManager once the restored tasks report in; by now it has been
+        r.put("jobInitialization", lastJobInitialization(tl.killAtMs));
+        step(id() + ": JobInitialization " + r.get("jobInitialization"));
     }
 
     /** Stop with a savepoint (commits the sink's last files), then check the output. */
@@ -259,6 +262,37 @@ final class BenchRun {
                 Artifacts.benchJobJar(repo).toString(), "io.fragstate.examples.statebench.StateBenchCheck", output.toString()));
         result.put("outputCheck", check.strip());
         step(id() + ": output check: " + check.strip());
+    }
+
+    private static final Pattern SPAN = Pattern.compile("name=JobInitialization, startTsMillis=(\\d+).*attributes=\\{(.*)\\}, children");
+    private static final Pattern ATTRIBUTE = Pattern.compile("([A-Za-z._]+)=(\\d+)");
+
+    /**
+     * The numeric attributes of the last {@code JobInitialization} span that began after
+     * {@code sinceMs}, from the JobManager's log (Flink's slf4j trace reporter): the longest and
+     * summed download, restore and initialization durations of the subtasks, and the restored
+     * bytes. Empty when none was logged.
+     */
+    private Map<String, Long> lastJobInitialization(long sinceMs) throws java.io.IOException {
+        Map<String, Long> last = new LinkedHashMap<>();
+        try (var logs = Files.list(flinkDir.resolve("log"))) {
+            for (Path log : (Iterable<Path>) logs::iterator) {
+                if (!log.getFileName().toString().matches(".*standalonesession.*\\.log")) {
+                    continue;
+                }
+                for (String line : Files.readAllLines(log)) {
+                    Matcher m = SPAN.matcher(line);
+                    if (m.find() && Long.parseLong(m.group(1)) >= sinceMs) {
+                        last.clear();
+                        Matcher a = ATTRIBUTE.matcher(m.group(2));
+                        while (a.find()) {
+                            last.put(a.group(1), Long.parseLong(a.group(2)));
+                        }
+                    }
+                }
+            }
+        }
+        return last;
     }
 
     private static Map<String, Long> delta(Map<String, Long> before, Map<String, Long> after) {

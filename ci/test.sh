@@ -38,4 +38,15 @@ if [ -f pom.xml ]; then
   FRAGSTATE_SOAK_SKIP_BUILD=1 FRAGSTATE_CARGO_PROFILE=ci ci/soak.sh --minutes 2 --kill-every 1.25 \
     --sample-every 30 --min-deletes 1000 --out "target/soak-smoke/$(date -u +%Y%m%d-%H%M%S)"
   echo "soak smoke took $((SECONDS - t0)) s"
+
+  # the recovery benchmark's quick variant (issue 11): ci/bench.sh on the jars just built, the dc
+  # network profile (every host its own network namespace, 1 Gbit/s links), fragstate RS(4,2) vs
+  # HDFS with 3x replication, 32 MiB of state, one kill -9; each run must recover and pass the
+  # output check. The figures are printed, not asserted (the full matrix: ci/bench.sh).
+  # Results under target/bench-quick/ (not committed).
+  step "Recovery benchmark, quick variant: ci/bench.sh --quick (the full matrix: ci/bench.sh)"
+  t0=$SECONDS
+  FRAGSTATE_BENCH_SKIP_BUILD=1 FRAGSTATE_CARGO_PROFILE=ci ci/bench.sh --quick \
+    --out "target/bench-quick/$(date -u +%Y%m%d-%H%M%S)"
+  echo "bench quick variant took $((SECONDS - t0)) s"
 fi

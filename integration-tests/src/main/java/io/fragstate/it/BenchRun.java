@@ -220,7 +220,7 @@ final class BenchRun {
                 + " holds " + stateBytes + " bytes of state");
         watch.awaitRecovered(tl, Duration.ofMinutes(15));
         long back = -1;
-        long deadline = System.currentTimeMillis() + 180_000;
+        long deadline = System.currentTimeMillis() + 120_000;
         while (back < 0 && System.currentTimeMillis() < deadline) {
             Thread.sleep(500);
             back = sampler.firstAtLeast(tl.allRunningAtMs, 0.95 * steadyRate);

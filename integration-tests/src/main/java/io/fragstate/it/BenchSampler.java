@@ -54,6 +54,10 @@ final class BenchSampler implements AutoCloseable {
             cpu = now;
             long count = -1;
             try {
+                // the job's details first: the JobManager's metric store maps each subtask to its
+                // current attempt when they are asked for (seen: a source restarted in a failover
+                // kept reading its old attempt's frozen count for minutes without this)
+                rest.job(jobId);
                 for (JsonNode m : rest.get("/jobs/" + jobId + "/vertices/" + sourceVertex
                         + "/subtasks/metrics?get=numRecordsOut&agg=sum")) {
                     count = (long) m.path("sum").asDouble(-1);

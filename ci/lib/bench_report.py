@@ -49,6 +49,21 @@ def limit_seconds(run):
     return limit
 
 
+def restore_cpu(run):
+    """Mean CPU busy fraction (all cores) from the first stateful subtask INITIALIZING after the
+    kill to the last RUNNING: the restore itself, without the failure detection before it."""
+    rec = run.get("recovery") or {}
+    kill = rec.get("killAtMs", 0)
+    stateful = [s for s in rec.get("subtasks", []) if not s["vertex"].startswith("Source") and s["initializingAtMs"] >= kill]
+    if not stateful:
+        return None
+    start = min(s["initializingAtMs"] for s in stateful)
+    end = max(s["runningAtMs"] for s in stateful)
+    # a sample covers the 500 ms before it
+    busy = [x["cpuBusy"] for x in run.get("samples", []) if start < x["atMs"] <= end + 500]
+    return round(sum(busy) / len(busy), 2) if busy else None
+
+
 def row(run):
     rec = run.get("recovery") or {}
     cps = run.get("steadyCheckpoints") or []
@@ -62,11 +77,15 @@ def row(run):
         "error": run.get("error"),
         "stateBytes": rec.get("stateBytes"),
         "killToDetectedS": ms(rec.get("killToDetectedMs")),
+        # restores of this failure: more than one when Flink first redeployed onto a dead TaskManager
+        "restores": rec.get("restores"),
         "killToAllRunningS": ms(rec.get("killToAllRunningMs")),
         "killToThroughputBackS": ms(rec.get("killToThroughputBackMs")),
         "maxRestoreS": ms(rec.get("maxRestoreMs")),
         "restoreLimitS": round(limit_seconds(run), 2) if rec else None,
-        "cpuBusyDuringRecovery": rec.get("cpuBusyKillToRunning"),
+        # every subtask restores at once (region failover): the state over the longest restore
+        "restoredMBps": round(rec["stateBytes"] / rec["maxRestoreMs"] / 1e3) if rec.get("maxRestoreMs", -1) > 0 else None,
+        "cpuBusyDuringRestore": restore_cpu(run),
         "steadyEventsPerSecond": run.get("steadyEventsPerSecond"),
         "steadyCheckpointMedianS": ms(statistics.median([c["durationMs"] for c in cps])) if cps else None,
         "fillSeconds": run.get("fillSeconds"),
@@ -97,19 +116,19 @@ def fmt(v, unit=""):
 
 
 def table(rows):
-    head = ("| profile | state | failure | system | passed | detected | all RUNNING | restore (max subtask) | restore limit "
-            "| throughput back | CPU busy in recovery | steady events/s | steady checkpoint |")
+    head = ("| profile | state | failure | system | passed | detected | restores | all RUNNING | restore (max subtask) | restore limit "
+            "| restored MB/s | throughput back | CPU busy (restore) | steady events/s | steady checkpoint |")
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for r in rows:
         ratio = r.get("killToAllRunningVsFragstate")
-        lines.append("| {profile} | {state} MiB | {failure} | {system} | {passed} | {det} | {run}{ratio} | {rest} | {lim} | {back} "
+        lines.append("| {profile} | {state} MiB | {failure} | {system} | {passed} | {det} | {restores} | {run}{ratio} | {rest} | {lim} | {mbps} | {back} "
                      "| {cpu} | {eps} | {cp} |".format(
                          profile=r["profile"], state=r["stateMb"], failure=r["failure"], system=r["system"],
-                         passed="yes" if r["passed"] else "**no**", det=fmt(r["killToDetectedS"], " s"),
+                         passed="yes" if r["passed"] else "**no**", det=fmt(r["killToDetectedS"], " s"), restores=fmt(r["restores"]),
                          run=fmt(r["killToAllRunningS"], " s"), ratio=f" ({ratio}×)" if ratio and r["system"] != "fragstate-rs42" else "",
-                         rest=fmt(r["maxRestoreS"], " s"), lim=fmt(r["restoreLimitS"], " s"),
+                         rest=fmt(r["maxRestoreS"], " s"), lim=fmt(r["restoreLimitS"], " s"), mbps=fmt(r["restoredMBps"]),
                          back=fmt(r["killToThroughputBackS"], " s"),
-                         cpu=fmt(None if r["cpuBusyDuringRecovery"] is None else round(100 * r["cpuBusyDuringRecovery"]), " %"),
+                         cpu=fmt(None if r["cpuBusyDuringRestore"] is None else round(100 * r["cpuBusyDuringRestore"]), " %"),
                          eps=fmt(None if r["steadyEventsPerSecond"] is None else round(r["steadyEventsPerSecond"])),
                          cp=fmt(r["steadyCheckpointMedianS"], " s")))
     return "\n".join(lines)
@@ -167,6 +186,7 @@ def main():
     runs = load(out)
     if not runs:
         sys.exit(f"no run results (*.json) in {out}")
+    runs.sort(key=lambda r: (r["profile"], r["stateMb"], r["failure"], r["system"]))
     rows = [row(r) for r in runs]
     add_ratios(rows)
     with open(os.path.join(out, "summary.json"), "w") as f:

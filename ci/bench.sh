@@ -27,9 +27,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=lib/common.sh
 source ci/lib/common.sh
 
-case "${1:-}" in
-  -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
-esac
+help_on_request "$@"
 
 profiles=dc,edge
 systems=fragstate-rs42,fragstate-rs22,hdfs,hdfs-ec,s3,file

@@ -24,9 +24,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=lib/common.sh
 source ci/lib/common.sh
 
-case "${1:-}" in
-  -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
-esac
+help_on_request "$@"
 
 need cargo "install Rust (https://rustup.rs)"
 need mvn "install Maven (apt-get install maven)"

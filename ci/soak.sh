@@ -29,9 +29,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=lib/common.sh
 source ci/lib/common.sh
 
-case "${1:-}" in
-  -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
-esac
+help_on_request "$@"
 
 need java "install a Java 17 JDK"
 need python3 "install Python 3 (apt-get install python3)"

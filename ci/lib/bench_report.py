@@ -33,15 +33,19 @@ def load(out):
     return runs
 
 
+def stateful(rec):
+    """The stateful (non-source) subtasks of a run's recovery."""
+    return [s for s in rec.get("subtasks", []) if not s["vertex"].startswith("Source")]
+
+
 def limit_seconds(run):
     """The physical limit of the restore: busiest TaskManager's share over its link, or the WAN."""
     rec = run.get("recovery") or {}
     state = rec.get("stateBytes", 0)
     p = run.get("parallelism", 1)
     per_tm = {}
-    for s in rec.get("subtasks", []):
-        if not s["vertex"].startswith("Source"):
-            per_tm[s["taskManager"]] = per_tm.get(s["taskManager"], 0) + 1
+    for s in stateful(rec):
+        per_tm[s["taskManager"]] = per_tm.get(s["taskManager"], 0) + 1
     busiest = max(per_tm.values()) if per_tm else 1
     limit = state * busiest / p / LINK_BYTES_PER_S
     if run["profile"] == "edge" and run["system"] in REMOTE_IN_EDGE:
@@ -54,11 +58,11 @@ def restore_cpu(run):
     kill to the last RUNNING: the restore itself, without the failure detection before it."""
     rec = run.get("recovery") or {}
     kill = rec.get("killAtMs", 0)
-    stateful = [s for s in rec.get("subtasks", []) if not s["vertex"].startswith("Source") and s["initializingAtMs"] >= kill]
-    if not stateful:
+    restored = [s for s in stateful(rec) if s["initializingAtMs"] >= kill]
+    if not restored:
         return None
-    start = min(s["initializingAtMs"] for s in stateful)
-    end = max(s["runningAtMs"] for s in stateful)
+    start = min(s["initializingAtMs"] for s in restored)
+    end = max(s["runningAtMs"] for s in restored)
     # a sample covers the 500 ms before it
     busy = [x["cpuBusy"] for x in run.get("samples", []) if start < x["atMs"] <= end + 500]
     return round(sum(busy) / len(busy), 2) if busy else None
@@ -154,29 +158,31 @@ def plots(out, runs, rows):
                           label="physical limit (bytes ÷ link)" if i == 0 else None)
         ax.set_xticks(list(x), names)
         ax.set_ylabel("seconds")
-        ax.set_title(f"recovery, {profile}, {state} MiB of state, {failure} TaskManager(s) killed")
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(os.path.join(out, f"restore-{profile}-{state}mb-{failure}.png"), dpi=110)
-        plt.close(fig)
+        save(plt, fig, ax, f"recovery, {profile}, {state} MiB of state, {failure} TaskManager(s) killed",
+             os.path.join(out, f"restore-{profile}-{state}mb-{failure}.png"))
 
         fig, ax = plt.subplots(figsize=(8, 4))
         for run in runs:
             if (run["profile"], run["stateMb"], run["failure"]) != (profile, state, failure) or not run.get("recovery"):
                 continue
             kill = run["recovery"]["killAtMs"]
-            pts = [(s["atMs"] - kill) / 1000 for s in run.get("samples", []) if s["eventsPerSecond"] >= 0]
-            rate = [s["eventsPerSecond"] for s in run.get("samples", []) if s["eventsPerSecond"] >= 0]
-            ax.plot(pts, rate, label=run["system"], linewidth=1)
+            rated = [s for s in run.get("samples", []) if s["eventsPerSecond"] >= 0]
+            ax.plot([(s["atMs"] - kill) / 1000 for s in rated], [s["eventsPerSecond"] for s in rated],
+                    label=run["system"], linewidth=1)
         ax.axvline(0, color="red", linewidth=0.8, label="kill -9")
         ax.set_xlim(-20, 90)
         ax.set_xlabel("seconds after the kill")
         ax.set_ylabel("source events/s")
-        ax.set_title(f"throughput around the kill, {profile}, {state} MiB, {failure}")
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(os.path.join(out, f"throughput-{profile}-{state}mb-{failure}.png"), dpi=110)
-        plt.close(fig)
+        save(plt, fig, ax, f"throughput around the kill, {profile}, {state} MiB, {failure}",
+             os.path.join(out, f"throughput-{profile}-{state}mb-{failure}.png"))
+
+
+def save(plt, fig, ax, title, path):
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main():

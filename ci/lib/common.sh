@@ -38,14 +38,22 @@ project_version() {
   printf '%s\n' "$v"
 }
 
+# help_on_request "$@": when the first argument is -h or --help, print the calling script's header
+# comment (line 2 up to `set -euo pipefail`) and exit 0.
+help_on_request() {
+  case "${1:-}" in
+    -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+  esac
+}
+
 # free_port: print a TCP port on 127.0.0.1 that nothing listens on right now.
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
-# port_open PORT: true when something accepts connections on 127.0.0.1:PORT.
+# port_open PORT [HOST]: true when something accepts connections on HOST:PORT (default 127.0.0.1).
 port_open() {
-  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+  (exec 3<>"/dev/tcp/${2:-127.0.0.1}/$1") 2>/dev/null
 }
 
 # wait_until SECONDS PID COMMAND...: run COMMAND every 0.2 s until it succeeds. Returns 0 then,

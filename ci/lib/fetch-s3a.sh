@@ -3,20 +3,18 @@
 # fallback file system, print the folder that holds them (HADOOP_CLASSPATH=<folder>/*).
 #
 # A tiny generated pom depends on org.apache.hadoop:hadoop-aws, hadoop-client-api and
-# hadoop-client-runtime ($S3A_HADOOP_VERSION, 3.4.2); hadoop-aws brings the AWS SDK v2 it declares
+# hadoop-client-runtime ($HADOOP_VERSION of common.sh, 3.4.2, as HDFS); hadoop-aws brings the AWS SDK v2 it declares
 # (software.amazon.awssdk:bundle 2.29.52 for 3.4.2) and analyticsaccelerator-s3;
 # `mvn dependency:copy-dependencies` puts every runtime jar in the folder. slf4j-api is left out:
 # Flink's flink-dist already carries slf4j 1.7 with its log4j binding.
 # (The flink-s3-fs-hadoop/-presto plugin jars are not used.)
-# Cache: $FRAGSTATE_CACHE/s3a-$S3A_HADOOP_VERSION (default .cache/ in the repo).
+# Cache: $FRAGSTATE_CACHE/s3a-$HADOOP_VERSION (default .cache/ in the repo).
 set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-# Hadoop's S3A client version (hadoop-aws declares the AWS SDK version that goes with it)
-S3A_HADOOP_VERSION="${S3A_HADOOP_VERSION:-3.4.2}"
-
-v="$S3A_HADOOP_VERSION"
+# hadoop-aws declares the AWS SDK version that goes with it
+v="$HADOOP_VERSION"
 dest="$FRAGSTATE_CACHE/s3a-$v"
 if [ -f "$dest/.complete" ] && ls "$dest"/hadoop-aws-"$v".jar >/dev/null 2>&1; then
   echo "$dest"

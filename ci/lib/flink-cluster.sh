@@ -160,7 +160,6 @@ export USER="${USER:-$USER_IDENT}"
 # rest_host: where the REST endpoint is reached: 127.0.0.1, or host `jm` on emulated hosts
 rest_host() { if [ -f "$run/netns.run" ]; then echo jm; else echo 127.0.0.1; fi; }
 rest_url() { echo "http://$(rest_host):$(cat "$run/rest.port")"; }
-rest_open() { (exec 3<>"/dev/tcp/$(rest_host)/$1") 2>/dev/null; }
 
 # on_host HOST CMD...: CMD on HOST of the emulated topology, or here when there is none
 on_host() {
@@ -203,7 +202,7 @@ start() {
   [ -n "$n" ] || usage
   home_env
   port="$(cat "$run/rest.port")"
-  rest_open "$port" && die "port $port is already in use; cannot start the JobManager's REST endpoint there"
+  port_open "$port" "$(rest_host)" && die "port $port is already in use; cannot start the JobManager's REST endpoint there"
   trap 'stop' EXIT # a cluster that does not come up completely is not left behind
   on_host jm "$FLINK_HOME/bin/jobmanager.sh" start >>"$run/log/start.log" 2>&1 || die "bin/jobmanager.sh start failed (see $run/log/start.log)"
   jm_pid="$(last_pid standalonesession)"
@@ -219,7 +218,7 @@ start() {
   local failed=0
   for starter in "${starters[@]}"; do wait "$starter" || failed=1; done
   [ "$failed" = 0 ] || die "not every TaskManager started (see $run/log)"
-  wait_until 120 "$jm_pid" rest_open "$port" || die "the JobManager REST endpoint did not open $(rest_host):$port within 120 s (logs: $run/log)"
+  wait_until 120 "$jm_pid" port_open "$port" "$(rest_host)" || die "the JobManager REST endpoint did not open $(rest_host):$port within 120 s (logs: $run/log)"
   wait_until 120 "" tms_registered "$n" \
     || die "only $(registered_tms) of $n TaskManagers registered within 120 s (see $run/log)"
   trap - EXIT
@@ -242,7 +241,7 @@ stop() {
   for pid in $(printf '%s\n' "${pids[@]}" | sort -u); do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in $(printf '%s\n' "${pids[@]}" | sort -u); do stop_pid "$pid" "Flink JVM" 20; done
   rm -f "$run"/pids/*.pid
-  if [ -f "$run/rest.port" ] && rest_open "$(cat "$run/rest.port")"; then
+  if [ -f "$run/rest.port" ] && port_open "$(cat "$run/rest.port")" "$(rest_host)"; then
     log "WARNING: REST port $(cat "$run/rest.port") still open after stop"
   fi
 }

@@ -24,7 +24,6 @@
 #   netns.sh exec RUN_DIR HOST CMD...   CMD in HOST's namespace, with HOST as its host name
 #   netns.sh addr RUN_DIR HOST          the host's address
 #   netns.sh hosts RUN_DIR              "name address site" lines
-#   netns.sh link RUN_DIR HOST          the host's ingress link in bit/s (its physical limit)
 #   netns.sh down RUN_DIR               kills every process left in the namespaces, removes them
 #
 # One topology per machine at a time (fixed subnet 10.78.0.0/16): `up` fails naming the run that
@@ -33,7 +32,7 @@ set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-usage() { die "usage: netns.sh up RUN_DIR dc|edge|none LAN_HOSTS [REMOTE_HOSTS] | exec RUN_DIR HOST CMD... | addr RUN_DIR HOST | hosts RUN_DIR | link RUN_DIR HOST | down RUN_DIR"; }
+usage() { die "usage: netns.sh up RUN_DIR dc|edge|none LAN_HOSTS [REMOTE_HOSTS] | exec RUN_DIR HOST CMD... | addr RUN_DIR HOST | hosts RUN_DIR | down RUN_DIR"; }
 cmd="${1:-}"
 run="${2:-}"
 [ -n "$cmd" ] && [ -n "$run" ] || usage
@@ -199,15 +198,6 @@ case $cmd in
     ;;
   addr) [ $# -ge 3 ] || usage; host_line "$3" | awk '{print $2}' ;;
   hosts) cat "$(hosts_file)" ;;
-  link)
-    [ $# -ge 3 ] || usage
-    host_line "$3" >/dev/null
-    case "$(cat "$(state)/profile")" in
-      dc) echo 1000000000 ;;
-      edge) echo 1000000000 ;;
-      none) echo 0 ;;
-    esac
-    ;;
   down) down ;;
   *) usage ;;
 esac

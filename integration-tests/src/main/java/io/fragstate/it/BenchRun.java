@@ -29,6 +29,9 @@ final class BenchRun {
     static final int VALUE_BYTES = 4096;
     /** Events/s while the state is filled (each creates one key). */
     static final int FILL_RATE = 40_000;
+    /** The state-bench job's vertices: its source, and the keyed operator that holds the state. */
+    private static final String SOURCE = "event-index";
+    private static final String STATEFUL = "count-and-verify";
 
     private final Path repo;
     private final Path netnsRun;
@@ -40,15 +43,16 @@ final class BenchRun {
     private final Path flinkDir;
     private final Map<String, Object> result = new LinkedHashMap<>();
 
+    /** {@code runsDir}: the folder of this invocation's runs; this run works in {@code runsDir/<id>}. */
     BenchRun(Path repo, Path netnsRun, BenchPlan plan, BenchSystem system, int stateMb, BenchPlan.Failure failure,
-            Path runDir) {
+            Path runsDir) {
         this.repo = repo;
         this.netnsRun = netnsRun;
         this.plan = plan;
         this.system = system;
         this.stateMb = stateMb;
         this.failure = failure;
-        this.runDir = runDir;
+        this.runDir = runsDir.resolve(id());
         this.flinkDir = runDir.resolve("flink");
     }
 
@@ -94,13 +98,12 @@ final class BenchRun {
         StringBuilder y = new StringBuilder();
         config.forEach((k, v) -> y.append(k).append(": ").append(v).append('\n'));
         Files.writeString(extra, y);
-        List<String> prepare = new ArrayList<>(List.of("bash", repo.resolve("ci/lib/flink-cluster.sh").toString(), "prepare",
-                flinkDir.toString(), extra.toString()));
-        if (system.fragstate()) {
-            prepare.add(Artifacts.pluginJar(repo).toString());
-        }
         Map<String, String> env = storage.flinkEnv();
-        Shell.run(repo, env, Duration.ofMinutes(5), prepare);
+        if (system.fragstate()) {
+            cluster(env, "prepare", extra.toString(), Artifacts.pluginJar(repo).toString());
+        } else {
+            cluster(env, "prepare", extra.toString());
+        }
         cluster(env, "on-hosts", netnsRun.toString());
         cluster(env, "start", Integer.toString(plan.taskManagers()));
         FlinkRest rest = new FlinkRest(cluster(env, "rest-url").strip());
@@ -110,10 +113,10 @@ final class BenchRun {
         String jobId = submit(env, keys, output);
         result.put("jobId", jobId);
         waitFor("job " + jobId + " running", Duration.ofMinutes(2), () -> rest.allRunning(jobId));
-        String source = sourceVertex(rest, jobId);
+        String source = rest.vertexId(jobId, SOURCE);
         try (BenchSampler sampler = new BenchSampler(rest, jobId, source)) {
             long t0 = System.currentTimeMillis();
-            waitFor(keys + " keys created", Duration.ofMinutes(30), () -> emitted(rest, jobId, source) >= keys);
+            waitFor(keys + " keys created", Duration.ofMinutes(30), () -> rest.subtaskMetricSum(jobId, source, "numRecordsOut") >= keys);
             long filled = System.currentTimeMillis();
             result.put("fillSeconds", (filled - t0) / 1000.0);
             step(id() + ": " + keys + " keys (" + stateMb + " MiB) filled in " + (filled - t0) / 1000.0 + " s");
@@ -163,15 +166,22 @@ final class BenchRun {
         return c;
     }
 
-    private String submit(Map<String, String> env, long keys, Path output) {
+    /** {@code bin/flink ARGS} of this run's Flink home, with the storage's {@code env}. */
+    private String flinkCli(Map<String, String> env, Duration timeout, String... args) {
         Map<String, String> e = new LinkedHashMap<>(env);
         e.put("FLINK_CONF_DIR", flinkDir.resolve("home/conf").toString());
         e.put("FLINK_LOG_DIR", flinkDir.resolve("log").toString());
-        String out = Shell.run(repo, e, Duration.ofMinutes(3), List.of(flinkDir.resolve("home/bin/flink").toString(), "run",
+        List<String> cmd = new ArrayList<>(List.of(flinkDir.resolve("home/bin/flink").toString()));
+        cmd.addAll(List.of(args));
+        return Shell.run(repo, e, timeout, cmd);
+    }
+
+    private String submit(Map<String, String> env, long keys, Path output) {
+        String out = flinkCli(env, Duration.ofMinutes(3), "run",
                 "-d", "-p", Integer.toString(plan.parallelism()), Artifacts.benchJobJar(repo).toString(),
                 "--state-mb", Integer.toString(stateMb), "--value-bytes", Integer.toString(VALUE_BYTES),
                 "--fill-rate", Integer.toString(FILL_RATE), "--rate", Integer.toString(plan.rate()),
-                "--output", output.toUri().toString()));
+                "--output", output.toUri().toString());
         Matcher m = JOB_ID.matcher(out);
         if (!m.find()) {
             throw new IllegalStateException("flink run printed no JobID:\n" + Shell.tail(out, 3000));
@@ -199,13 +209,7 @@ final class BenchRun {
 
     private void failAndRecover(FlinkRest rest, String jobId, BenchSampler sampler, Map<String, String> env,
             double steadyRate) throws Exception {
-        List<String> victims = new ArrayList<>();
-        for (JsonNode v : rest.job(jobId).path("vertices")) {
-            if (!v.path("name").asText().startsWith("Source")) {
-                victims.addAll(rest.taskManagersOf(jobId, v.path("id").asText()));
-            }
-        }
-        victims = new ArrayList<>(new java.util.LinkedHashSet<>(victims)).subList(0, failure.kills);
+        List<String> victims = new ArrayList<>(rest.taskManagersOf(jobId, rest.vertexId(jobId, STATEFUL))).subList(0, failure.kills);
         List<String> pids = new ArrayList<>();
         for (String tm : victims) {
             pids.add(cluster(env, "pid", tm).strip());
@@ -238,8 +242,7 @@ final class BenchRun {
         r.put("killToDetectedMs", tl.detectionMs());
         r.put("killToAllRunningMs", tl.killToRunningMs());
         r.put("killToThroughputBackMs", back < 0 ? -1 : back - tl.killAtMs);
-        long maxInit = tl.subtasks.stream().filter(s -> !s.vertex.startsWith("Source")).mapToLong(s -> s.initializingMs)
-                .max().orElse(-1);
+        long maxInit = tl.maxInitializingMs(STATEFUL);
         r.put("maxRestoreMs", maxInit);
         r.put("subtasks", tl.subtasks);
         r.put("cpuBusyKillToRunning", sampler.meanCpu(tl.killAtMs, tl.allRunningAtMs));
@@ -258,10 +261,7 @@ final class BenchRun {
 
     /** Stop with a savepoint (commits the sink's last files), then check the output. */
     private void stopAndCheck(Map<String, String> env, FlinkRest rest, String jobId, Path output) {
-        Map<String, String> e = new LinkedHashMap<>(env);
-        e.put("FLINK_CONF_DIR", flinkDir.resolve("home/conf").toString());
-        e.put("FLINK_LOG_DIR", flinkDir.resolve("log").toString());
-        Shell.run(repo, e, Duration.ofMinutes(10), List.of(flinkDir.resolve("home/bin/flink").toString(), "stop", jobId));
+        flinkCli(env, Duration.ofMinutes(10), "stop", jobId);
         String check = Shell.run(repo, Map.of(), Duration.ofMinutes(10), List.of("java", "-cp",
                 Artifacts.benchJobJar(repo).toString(), "io.fragstate.examples.statebench.StateBenchCheck", output.toString()));
         result.put("outputCheck", check.strip());
@@ -303,23 +303,6 @@ final class BenchRun {
         Map<String, Long> d = new LinkedHashMap<>();
         after.forEach((k, v) -> d.put(k, v - before.getOrDefault(k, 0L)));
         return d;
-    }
-
-    private static String sourceVertex(FlinkRest rest, String jobId) {
-        for (JsonNode v : rest.job(jobId).path("vertices")) {
-            if (v.path("name").asText().startsWith("Source")) {
-                return v.path("id").asText();
-            }
-        }
-        throw new IllegalStateException("job " + jobId + " has no source vertex");
-    }
-
-    /** Records the sources emitted so far (summed over subtasks). */
-    private static long emitted(FlinkRest rest, String jobId, String source) {
-        for (JsonNode m : rest.get("/jobs/" + jobId + "/vertices/" + source + "/subtasks/metrics?get=numRecordsOut&agg=sum")) {
-            return (long) m.path("sum").asDouble();
-        }
-        return 0;
     }
 
     /** Completed checkpoints triggered at or after {@code fromMs}, oldest first. */

@@ -1,6 +1,5 @@
 package io.fragstate.it;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -58,10 +57,7 @@ final class BenchSampler implements AutoCloseable {
                 // current attempt when they are asked for (seen: a source restarted in a failover
                 // kept reading its old attempt's frozen count for minutes without this)
                 rest.job(jobId);
-                for (JsonNode m : rest.get("/jobs/" + jobId + "/vertices/" + sourceVertex
-                        + "/subtasks/metrics?get=numRecordsOut&agg=sum")) {
-                    count = (long) m.path("sum").asDouble(-1);
-                }
+                count = (long) rest.subtaskMetricSum(jobId, sourceVertex, "numRecordsOut");
             } catch (IllegalStateException e) {
                 // REST unavailable or the vertex restarting: no count for this sample
             }

@@ -23,8 +23,8 @@ final class BenchStorage implements AutoCloseable {
     private final BenchPlan plan;
     private final BenchSystem system;
     private String hdfsUri;
-    private boolean hdfsStarted;
-    private boolean s3Started;
+    /** True once the HDFS or S3 service was (being) started: close() stops it. */
+    private boolean started;
 
     BenchStorage(Path repo, Path runDir, Path netnsRun, BenchPlan plan, BenchSystem system) {
         this.repo = repo;
@@ -41,7 +41,7 @@ final class BenchStorage implements AutoCloseable {
             Shell.bash(repo, Duration.ofSeconds(30), "ci/lib/fragstate-nodes.sh", "keygen",
                     Artifacts.fragstateBinary(repo).toString(), clusterKey().toString());
         } else if (system.hdfs()) {
-            hdfsStarted = true;
+            started = true;
             hdfsUri = run(Duration.ofMinutes(3), "nn", "ci/lib/hdfs.sh", "namenode", runDir.toString(), addr("nn")).strip();
             List<String> dataNodes = plan.dataNodeHosts();
             for (String dn : dataNodes) {
@@ -53,7 +53,7 @@ final class BenchStorage implements AutoCloseable {
                 run(Duration.ofMinutes(2), null, "ci/lib/hdfs.sh", "ec", runDir.toString(), "/flink", "RS-3-2-1024k");
             }
         } else if (system == BenchSystem.S3) {
-            s3Started = true;
+            started = true;
             run(Duration.ofMinutes(5), "s3", "ci/lib/s3.sh", "start", runDir.toString(), addr("s3"));
             run(Duration.ofMinutes(2), null, "ci/lib/s3.sh", "bucket", runDir.toString(), "flink");
         }
@@ -95,7 +95,7 @@ final class BenchStorage implements AutoCloseable {
     /** Environment of the Flink processes: {@code HADOOP_CLASSPATH} / {@code HADOOP_CONF_DIR} for HDFS and S3. */
     Map<String, String> flinkEnv() {
         Map<String, String> env = new LinkedHashMap<>();
-        String script = system.hdfs() ? "ci/lib/hdfs.sh" : system == BenchSystem.S3 ? "ci/lib/s3.sh" : null;
+        String script = serviceScript();
         if (script != null) {
             for (String line : run(Duration.ofSeconds(30), null, script, "flink-env", runDir.toString()).split("\\R")) {
                 String l = line.strip().replaceFirst("^export\\s+", "");
@@ -111,7 +111,7 @@ final class BenchStorage implements AutoCloseable {
     /** Bytes each storage source has served so far (HDFS: per DataNode; S3: the server), if known. */
     Map<String, Long> bytesServed() {
         Map<String, Long> out = new LinkedHashMap<>();
-        String script = system.hdfs() ? "ci/lib/hdfs.sh" : system == BenchSystem.S3 ? "ci/lib/s3.sh" : null;
+        String script = serviceScript();
         if (script == null) {
             return out;
         }
@@ -131,6 +131,11 @@ final class BenchStorage implements AutoCloseable {
         return out;
     }
 
+    /** The {@code ci/lib} script of the system's storage service, or null (fragstate, file). */
+    private String serviceScript() {
+        return system.hdfs() ? "ci/lib/hdfs.sh" : system == BenchSystem.S3 ? "ci/lib/s3.sh" : null;
+    }
+
     private String addr(String host) {
         return Shell.bash(repo, Duration.ofSeconds(10), "ci/lib/netns.sh", "addr", netnsRun.toString(), host).strip();
     }
@@ -148,19 +153,12 @@ final class BenchStorage implements AutoCloseable {
 
     @Override
     public void close() {
-        if (hdfsStarted) {
-            stopQuietly("ci/lib/hdfs.sh");
-        }
-        if (s3Started) {
-            stopQuietly("ci/lib/s3.sh");
-        }
-    }
-
-    private void stopQuietly(String script) {
-        try {
-            run(Duration.ofMinutes(1), null, script, "stop", runDir.toString());
-        } catch (RuntimeException e) {
-            Report.step("stopping " + script + " failed: " + e.getMessage());
+        if (started) {
+            try {
+                run(Duration.ofMinutes(1), null, serviceScript(), "stop", runDir.toString());
+            } catch (RuntimeException e) {
+                Report.step("stopping " + serviceScript() + " failed: " + e.getMessage());
+            }
         }
     }
 }

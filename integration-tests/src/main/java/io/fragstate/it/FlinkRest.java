@@ -63,6 +63,14 @@ final class FlinkRest {
         return checkpoints(jobId).path("counts").path("completed").asLong();
     }
 
+    /** A metric summed over the subtasks of a vertex (the JobManager's metric store), or -1 when it has none yet. */
+    double subtaskMetricSum(String jobId, String vertexId, String metric) {
+        for (JsonNode m : get("/jobs/" + jobId + "/vertices/" + vertexId + "/subtasks/metrics?get=" + metric + "&agg=sum")) {
+            return m.path("sum").asDouble(-1);
+        }
+        return -1;
+    }
+
     /** Vertex id of the first vertex whose name contains {@code namePart}. */
     String vertexId(String jobId, String namePart) {
         for (JsonNode v : job(jobId).path("vertices")) {

@@ -55,7 +55,7 @@ public final class RunBench {
         for (int mb : plan.stateMb()) {
             for (BenchPlan.Failure f : plan.failures()) {
                 for (BenchSystem s : plan.systems()) {
-                    BenchRun run = new BenchRun(repo, netnsRun, plan, s, mb, f, runs.resolve(plan.profile() + "-" + s.id + "-" + mb + "-" + f));
+                    BenchRun run = new BenchRun(repo, netnsRun, plan, s, mb, f, runs);
                     Map<String, Object> r = run.run();
                     json.writeValue(plan.out().resolve(run.id() + ".json").toFile(), r);
                     allPassed &= Boolean.TRUE.equals(r.get("passed"));

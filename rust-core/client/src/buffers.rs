@@ -18,12 +18,16 @@ use std::sync::Mutex;
 
 use bytes::{Bytes, BytesMut};
 
-/// Bound on the bytes of buffers the pool keeps handles of.
+/// Bound on the capacity of the buffers the pool keeps handles of.
 pub const MAX_POOLED_BYTES: usize = 64 << 20;
 
 #[derive(Default)]
 pub(crate) struct StripeBuffers {
-    lent: Mutex<VecDeque<Bytes>>,
+    /// Lent buffers and the capacity of each: a small object's stripe uses
+    /// a few bytes of its buffer, and the bound must count the allocation,
+    /// not the length (counted by length, thousands of mostly untouched
+    /// 6 MiB buffers were held).
+    lent: Mutex<VecDeque<(Bytes, usize)>>,
     /// Buffers handed out again instead of allocated.
     pub reused: AtomicU64,
     /// Buffers allocated because none was free.
@@ -34,8 +38,8 @@ impl StripeBuffers {
     /// An empty buffer of at least `capacity` bytes.
     pub fn take(&self, capacity: usize) -> BytesMut {
         let mut lent = self.lent.lock().unwrap_or_else(|p| p.into_inner());
-        let free = lent.iter().position(|b| b.len() >= capacity && b.is_unique());
-        if let Some(b) = free.and_then(|i| lent.remove(i)) {
+        let free = lent.iter().position(|(b, cap)| *cap >= capacity && b.is_unique());
+        if let Some((b, _)) = free.and_then(|i| lent.remove(i)) {
             drop(lent);
             if let Ok(mut buf) = b.try_into_mut() {
                 buf.clear();
@@ -51,12 +55,13 @@ impl StripeBuffers {
         BytesMut::with_capacity(capacity)
     }
 
-    /// Keeps a handle of `buffer` (an encoded stripe's whole buffer) so that
-    /// [`take`](Self::take) can reuse it once its cells are dropped.
-    pub fn lend(&self, buffer: Bytes) {
+    /// Keeps a handle of `buffer` (an encoded stripe's whole buffer, of an
+    /// allocation of `capacity` bytes) so that [`take`](Self::take) can
+    /// reuse it once its cells are dropped.
+    pub fn lend(&self, buffer: Bytes, capacity: usize) {
         let mut lent = self.lent.lock().unwrap_or_else(|p| p.into_inner());
-        lent.push_back(buffer);
-        while lent.iter().map(Bytes::len).sum::<usize>() > MAX_POOLED_BYTES {
+        lent.push_back((buffer, capacity));
+        while lent.iter().map(|(_, cap)| cap).sum::<usize>() > MAX_POOLED_BYTES {
             lent.pop_front();
         }
     }
@@ -66,19 +71,25 @@ impl StripeBuffers {
 mod tests {
     use super::*;
 
-    fn filled(pool: &StripeBuffers, cap: usize) -> Bytes {
+    /// A buffer of `cap` bytes from the pool of which the stripe used `len`.
+    fn used(pool: &StripeBuffers, cap: usize, len: usize) -> (Bytes, usize) {
         let mut b = pool.take(cap);
-        b.resize(cap, 1);
-        b.freeze()
+        b.resize(len, 1);
+        let cap = b.capacity();
+        (b.freeze(), cap)
+    }
+
+    fn filled(pool: &StripeBuffers, cap: usize) -> (Bytes, usize) {
+        used(pool, cap, cap)
     }
 
     #[test]
     fn a_buffer_comes_back_once_its_cells_are_gone() {
         let pool = StripeBuffers::default();
-        let whole = filled(&pool, 1 << 20);
+        let (whole, cap) = filled(&pool, 1 << 20);
         let cell = whole.slice(0..1000);
         let ptr = whole.as_ptr();
-        pool.lend(whole);
+        pool.lend(whole, cap);
         // A cell is still alive: the buffer is not reused.
         let other = pool.take(1 << 20);
         assert_ne!(other.as_ptr(), ptr);
@@ -90,15 +101,30 @@ mod tests {
     }
 
     #[test]
-    fn too_small_buffers_are_not_reused_and_the_pool_is_bounded() {
+    fn a_small_stripe_returns_its_whole_buffer() {
         let pool = StripeBuffers::default();
-        pool.lend(filled(&pool, 100));
+        let (small, cap) = used(&pool, 1 << 20, 100);
+        let ptr = small.as_ptr();
+        pool.lend(small, cap);
+        let again = pool.take(1 << 20);
+        assert_eq!(again.as_ptr(), ptr, "reused although the stripe used 100 bytes of it");
+    }
+
+    #[test]
+    fn too_small_buffers_are_not_reused_and_the_pool_is_bounded_by_capacity() {
+        let pool = StripeBuffers::default();
+        let (b, cap) = filled(&pool, 100);
+        pool.lend(b, cap);
         assert!(pool.take(200).capacity() >= 200);
         assert_eq!(pool.reused.load(Ordering::Relaxed), 0);
+        let mut pinned = Vec::new();
         for _ in 0..100 {
-            pool.lend(filled(&pool, 1 << 20));
+            // small stripes of 1 MiB buffers whose cells are still alive
+            let (b, cap) = used(&pool, 1 << 20, 100);
+            pinned.push(b.slice(..10));
+            pool.lend(b, cap);
         }
-        let held: usize = pool.lent.lock().unwrap().iter().map(Bytes::len).sum();
+        let held: usize = pool.lent.lock().unwrap().iter().map(|(_, cap)| cap).sum();
         assert!(held <= MAX_POOLED_BYTES, "{held}");
     }
 }

@@ -152,7 +152,7 @@ impl ObjectWriter {
         let params = *self.codec.params();
         let max = format::max_stripes(params.fragments());
         if self.stripes.len() as u64 >= max {
-            let most = max * params.stripe_data_len() as u64;
+            let most = max * params.stripe_data_len();
             return Err(Error::invalid(
                 "object size",
                 format!("more than {} bytes for {}", self.length - self.buf.len() as u64, self.path),
@@ -167,7 +167,7 @@ impl ObjectWriter {
         let next = self.ctx.stripe_buffers.take(self.codec.buffer_capacity());
         let full = std::mem::replace(&mut self.buf, next);
         let enc = self.codec.encode(full);
-        self.ctx.stripe_buffers.lend(enc.buffer.clone());
+        self.ctx.stripe_buffers.lend(enc.buffer.clone(), enc.buffer_capacity);
         let s = self.stripes.len() as u32;
         self.stripes.push(enc.info.clone());
         self.send_stripe(s, &enc).await

@@ -25,6 +25,8 @@ pub struct EncodedStripe {
     /// The whole buffer the cells are slices of: a writer may take it back
     /// for the next stripe once every cell is dropped.
     pub buffer: Bytes,
+    /// The allocation behind `buffer` (its length is only what the stripe used).
+    pub buffer_capacity: usize,
 }
 
 /// Encodes and decodes the stripes of objects with one set of [`CodingParams`].
@@ -75,7 +77,7 @@ impl StripeCodec {
             // compressed stripe never needs more than the stripe's cells.
             if let Ok(frame) = zstd::bulk::compress(&stripe, level) {
                 if frame.len() < stripe.len() {
-                    let mut buf = BytesMut::with_capacity(self.buffer_capacity());
+                    let mut buf = BytesMut::with_capacity(n * frame.len().div_ceil(k));
                     buf.extend_from_slice(&frame);
                     stripe = buf;
                     compressed = true;
@@ -91,6 +93,7 @@ impl StripeCodec {
             let mut parity: Vec<&mut [u8]> = parity.chunks_mut(cell_len).collect();
             rs.encode_sep(&data, &mut parity).expect("shard counts and lengths are consistent");
         }
+        let buffer_capacity = stripe.capacity();
         let all = stripe.freeze();
         let cells: Vec<Bytes> = (0..n).map(|i| all.slice(i * cell_len..(i + 1) * cell_len)).collect();
         let cell_checksums = cells.iter().map(|c| format::cell_checksum(c)).collect();
@@ -98,6 +101,7 @@ impl StripeCodec {
             info: StripeInfo { stored_len: stored_len as u32, compressed, cell_checksums },
             cells,
             buffer: all,
+            buffer_capacity,
         }
     }
 

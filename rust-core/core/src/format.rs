@@ -365,7 +365,7 @@ mod tests {
                 path: "p".repeat(64 * 1024),
                 holders: (0..k + m).map(|i| NodeId::from(format!("12D3KooW{i:0>44}"))).collect(),
                 stripes: vec![stripe; n],
-                length: n as u64 * params.stripe_data_len() as u64,
+                length: n as u64 * params.stripe_data_len(),
                 params,
                 writer: "w".repeat(1024),
                 ..sample_manifest()

@@ -60,7 +60,7 @@ impl Default for CodingParams {
 impl CodingParams {
     /// Checks every bound and names the offending value in the error.
     pub fn new(k: usize, m: usize, cell_size: u64, compression: Compression) -> Result<Self> {
-        if k < 1 || k > MAX_FRAGMENTS {
+        if !(1..=MAX_FRAGMENTS).contains(&k) {
             return Err(Error::invalid(
                 "data fragments (k)",
                 k,

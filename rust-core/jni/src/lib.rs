@@ -53,8 +53,6 @@ fn node() -> JResult<Arc<Node>> {
     lock(&NODE).clone().ok_or(Failure::NoNode)
 }
 
-/// Open writers or readers by handle. A slot is `None` once closed, so a
-/// call racing with `close` finds it closed instead of touching freed state.
 // ---------------------------------------------------------------------------
 // Exports. Names follow the JNI convention for io.fragstate.flink.jni.FragstateNative.
 

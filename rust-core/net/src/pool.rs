@@ -28,7 +28,7 @@ pub(crate) fn expect_kind(node: &NodeId, f: &Frame, want: Kind) -> Result<()> {
 impl Inner {
     pub(crate) fn peer_of(&self, node: &NodeId) -> Result<PeerId> {
         let pid: PeerId = node.as_str().parse().map_err(|_| node_fault(node, "not a peer id"))?;
-        if !lock(&self.peers).get(&pid).is_some_and(|p| p.connections > 0) {
+        if lock(&self.peers).get(&pid).is_none_or(|p| p.connections == 0) {
             return Err(node_fault(node, "not connected"));
         }
         Ok(pid)

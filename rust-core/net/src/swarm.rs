@@ -313,11 +313,11 @@ pub(crate) fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, ev:
             // Learn the rest of the cluster from the new peer right away.
             let _ = swarm.behaviour_mut().kad.bootstrap();
         }
-        SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::RoutingUpdated { peer, addresses, .. })) => {
-            if peer != inner.peer_id && !swarm.is_connected(&peer) {
-                let opts = DialOpts::peer_id(peer).addresses(addresses.into_vec()).condition(PeerCondition::DisconnectedAndNotDialing).build();
-                let _ = swarm.dial(opts);
-            }
+        SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::RoutingUpdated { peer, addresses, .. }))
+            if peer != inner.peer_id && !swarm.is_connected(&peer) =>
+        {
+            let opts = DialOpts::peer_id(peer).addresses(addresses.into_vec()).condition(PeerCondition::DisconnectedAndNotDialing).build();
+            let _ = swarm.dial(opts);
         }
         SwarmEvent::Behaviour(BehaviourEvent::Ping(ping::Event { peer, result: Err(e), .. })) => {
             tracing::warn!(%peer, error = %e, "ping failed: dropping the peer");

@@ -73,7 +73,7 @@ impl FragmentStore {
             f.last_active = SystemTime::now();
             match &f.file {
                 None => {
-                    f.cells.push(CellSlot::Memory { checksum, bytes: cell });
+                    f.cells.push(CellSlot::memory(checksum, &cell));
                     f.bytes += len;
                     st.used += len;
                     return Ok(());

@@ -109,6 +109,17 @@ pub(crate) enum CellSlot {
     Disk { checksum: u64, offset: u64, len: u32 },
 }
 
+impl CellSlot {
+    /// A cell kept in memory, in an allocation of its own. A cell handed in
+    /// is often a slice of a larger buffer (a writer's whole stripe of
+    /// `(k + m) × cell_size` capacity, a received frame): keeping the slice
+    /// would keep that whole buffer alive for as long as the cell is stored,
+    /// so a store of small objects held many times its counted bytes.
+    fn memory(checksum: u64, cell: &[u8]) -> Self {
+        CellSlot::Memory { checksum, bytes: Bytes::copy_from_slice(cell) }
+    }
+}
+
 pub(crate) struct Fragment {
     header: FragmentHeader,
     cells: Vec<CellSlot>,

@@ -42,8 +42,8 @@ impl FragmentStore {
             let Some(f) = st.fragments.get_mut(key) else { return Ok(false) };
             let have = f.cells.len() as u32;
             match f.cells.get_mut(stripe as usize) {
-                Some(CellSlot::Memory { checksum: c, bytes }) if bytes.len() == cell.len() => {
-                    (*c, *bytes) = (checksum, cell);
+                Some(CellSlot::Memory { bytes, .. }) if bytes.len() == cell.len() => {
+                    f.cells[stripe as usize] = CellSlot::memory(checksum, &cell);
                     return Ok(true);
                 }
                 Some(slot) => (Some(slot.clone()), f.file.clone(), have),

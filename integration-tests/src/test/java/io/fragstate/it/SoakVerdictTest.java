@@ -1,0 +1,55 @@
+package io.fragstate.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The soak's growth windows compare a node's figures within one process. */
+class SoakVerdictTest {
+    private static final long GIB = 1L << 30;
+    private static final SoakPlan PLAN =
+            new SoakPlan(60, Duration.ofMinutes(10), Duration.ofMinutes(1), 0, 16, 4, Path.of("unused"));
+
+    /** One sample a minute of {@code node}'s process {@code pid} over [from, to) with this RSS. */
+    private static void sample(List<NodeSampler.NodeSample> out, String node, long pid, int from, int to, long rss) {
+        for (int minute = from; minute < to; minute++) {
+            out.add(new NodeSampler.NodeSample(minute, node, pid, rss, -1, -1, -1, -1, -1, -1, -1, -1, -1));
+        }
+    }
+
+    private static SoakVerdict verdict(List<NodeSampler.NodeSample> samples) {
+        SoakVerdict v = new SoakVerdict();
+        v.compareWindows(PLAN, samples);
+        return v;
+    }
+
+    @Test
+    void aTaskManagerStartedAgainIsNotComparedWithItsPredecessor() {
+        List<NodeSampler.NodeSample> samples = new ArrayList<>();
+        sample(samples, "tm-1", 100, 0, 30, GIB); // killed at minute 30 ...
+        sample(samples, "tm-1", 200, 30, 61, 6 * GIB / 5); // ... and its successor holds 20 % more
+        sample(samples, "tm-2", 300, 0, 61, GIB); // flat through both windows
+        sample(samples, "tm-3", 400, 0, 61, GIB);
+        SoakVerdict v = verdict(samples);
+        assertThat(v.passed()).as("%s", v.checks).isTrue();
+        assertThat(v.windows).extracting(SoakVerdict.Window::node)
+                .containsExactlyInAnyOrder("tm-2 (pid 300)", "tm-3 (pid 400)", "all nodes");
+        assertThat(v.checks.get(0).detail()).contains("2 of 4 processes not alive in both windows");
+    }
+
+    @Test
+    void aProcessThatGrowsFailsAndIsNamed() {
+        List<NodeSampler.NodeSample> samples = new ArrayList<>();
+        sample(samples, "jm", 7, 0, 61, GIB);
+        samples.replaceAll(s -> s.minute() >= 50 ? new NodeSampler.NodeSample(s.minute(), s.node(), s.pid(),
+                2 * GIB, -1, -1, -1, -1, -1, -1, -1, -1, -1) : s);
+        SoakVerdict v = verdict(samples);
+        assertThat(v.passed()).isFalse();
+        assertThat(v.windows).filteredOn(w -> !w.passed()).extracting(SoakVerdict.Window::node)
+                .containsExactlyInAnyOrder("jm (pid 7)", "all nodes");
+    }
+}

@@ -33,7 +33,23 @@ pub fn parse_cluster_key(text: &str, file: &Path) -> Result<PreSharedKey> {
     })
 }
 
+/// Reads a key file; refuses one that users other than its owner may read
+/// or write (as ssh does for private keys): whoever reads the key can join
+/// the cluster and serve forged state to every Flink process.
 pub fn load_cluster_key(file: &Path) -> Result<PreSharedKey> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(file)
+        .map_err(|e| Error::io(format!("read cluster key file {}", file.display()), e))?
+        .permissions()
+        .mode()
+        & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(Error::invalid(
+            "cluster key file mode",
+            format!("{mode:04o} on {}", file.display()),
+            format!("owner-only (0600 or 0400): run `chmod 600 {}` (fragstate keygen writes 0600)", file.display()),
+        ));
+    }
     let text = std::fs::read_to_string(file).map_err(|e| Error::io(format!("read cluster key file {}", file.display()), e))?;
     parse_cluster_key(&text, file)
 }
@@ -113,6 +129,22 @@ mod tests {
             *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
         }
         assert_eq!(ka.fingerprint().to_string(), PreSharedKey::new(bytes).fingerprint().to_string());
+    }
+
+    #[test]
+    fn key_files_others_may_read_are_refused_naming_file_and_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("cluster.key");
+        write_cluster_key(&file).unwrap();
+        let key = load_cluster_key(&file).unwrap();
+        for mode in [0o644, 0o640, 0o604, 0o620] {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+            let e = load_cluster_key(&file).unwrap_err().to_string();
+            assert!(e.contains(&format!("{mode:04o} on {}", file.display())) && e.contains("chmod 600"), "{e}");
+        }
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o400)).unwrap();
+        assert_eq!(load_cluster_key(&file).unwrap().fingerprint().to_string(), key.fingerprint().to_string());
     }
 
     #[test]

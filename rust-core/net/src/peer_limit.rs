@@ -9,14 +9,14 @@ use std::sync::{Arc, Mutex};
 /// Streams one peer may have open on this node at once (of
 /// [`MAX_STREAMS`] in all); a further stream is closed unanswered and the
 /// peer's client retries it on a new one.
-pub(crate) const STREAMS_PER_PEER: usize = 256;
+pub const STREAMS_PER_PEER: usize = 256;
 /// Streams all peers together may have open on this node at once.
-pub(crate) const MAX_STREAMS: usize = 1024;
+pub const MAX_STREAMS: usize = 1024;
 /// Fragment uploads one peer may have in progress on this node at once. Each
 /// holds at most one cell in memory, so a peer's uploads hold at most this
 /// many cells; a further upload is refused with a node error, and the writer
 /// places that fragment on another node.
-pub(crate) const UPLOADS_PER_PEER: usize = 64;
+pub const UPLOADS_PER_PEER: usize = 64;
 
 /// Counts what each peer holds of one resource; a peer's entry goes when
 /// its count drops to 0, so the map is bounded by the peers holding some.

@@ -71,20 +71,28 @@ pub(crate) async fn serve_stream(inner: &Arc<Inner>, peer: PeerId, mut s: Stream
             break;
         }
     }
-    let _ = s.close().await;
+    // Closing flushes: bounded too, for a peer that stopped reading.
+    let _ = tokio::time::timeout(inner.cfg.request_timeout, s.close()).await;
 }
 
-pub(crate) async fn reply_err(s: &mut Stream, e: &Error) -> Result<()> {
-    wire::write_frame(s, Kind::Err, &wire::encode(&WireError::from_error(e)), &[]).await
+/// Writes one frame to the peer `node`, within the request timeout: a peer
+/// that stops reading (its stream's flow-control window full) loses the
+/// stream instead of holding it, and its slot among the streams, forever.
+async fn send(inner: &Inner, node: &NodeId, s: &mut Stream, kind: Kind, body: &[u8], extra: &[u8]) -> Result<()> {
+    inner.timed(node, wire::write_frame(s, kind, body, extra)).await
 }
 
-pub(crate) async fn reply<T>(s: &mut Stream, r: Result<T>, ok: impl FnOnce(T) -> (Kind, Vec<u8>)) -> Result<()> {
+async fn reply_err(inner: &Inner, node: &NodeId, s: &mut Stream, e: &Error) -> Result<()> {
+    send(inner, node, s, Kind::Err, &wire::encode(&WireError::from_error(e)), &[]).await
+}
+
+async fn reply<T>(inner: &Inner, node: &NodeId, s: &mut Stream, r: Result<T>, ok: impl FnOnce(T) -> (Kind, Vec<u8>)) -> Result<()> {
     match r {
         Ok(v) => {
             let (k, b) = ok(v);
-            wire::write_frame(s, k, &b, &[]).await
+            send(inner, node, s, k, &b, &[]).await
         }
-        Err(e) => reply_err(s, &e).await,
+        Err(e) => reply_err(inner, node, s, &e).await,
     }
 }
 
@@ -95,18 +103,18 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeI
         Kind::Hello => {
             let h = wire::decode_hello(&f.body)?;
             inner.record_hello(peer, h);
-            wire::write_frame(s, Kind::HelloReply, &wire::encode(&inner.my_hello(false)), &[]).await
+            send(inner, node, s, Kind::HelloReply, &wire::encode(&inner.my_hello(false)), &[]).await
         }
         Kind::OpenFragment => {
             let header = format::decode_fragment_header(&f.body).map_err(|e| Error::protocol("frame body (fragment header)", e.to_string()))?;
             let Some(_upload) = inner.uploads.try_acquire(&peer) else {
                 inner.counters.uploads_refused.fetch_add(1, Ordering::Relaxed);
                 let reason = format!("{} uploads from this writer in progress already (the per-peer bound)", inner.uploads.per_peer());
-                return reply_err(s, &Error::NodeUnavailable { node: inner.id.clone(), reason }).await;
+                return reply_err(inner, node, s, &Error::NodeUnavailable { node: inner.id.clone(), reason }).await;
             };
             let opened = inner.store().and_then(|st| blocking(|| st.begin_fragment(&header)));
             let ok = opened.is_ok();
-            reply(s, opened, |_| (Kind::Ok, vec![])).await?;
+            reply(inner, node, s, opened, |_| (Kind::Ok, vec![])).await?;
             if ok {
                 receive_fragment(inner, node, s, header).await?;
             }
@@ -119,34 +127,34 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeI
             match got {
                 Ok(cell) => {
                     let head = CellFrame { stripe: r.stripe, len: cell.len() as u32, checksum: 0 }.encode();
-                    wire::write_frame(s, Kind::CellData, &head, &cell).await
+                    send(inner, node, s, Kind::CellData, &head, &cell).await
                 }
-                Err(e) => reply_err(s, &e).await,
+                Err(e) => reply_err(inner, node, s, &e).await,
             }
         }
         Kind::PutManifest => {
             let m = format::decode_manifest(&f.body).map_err(|e| Error::protocol("frame body (manifest)", e.to_string()))?;
             let r = inner.store().and_then(|st| blocking(|| st.put_manifest(Arc::new(m))));
-            reply(s, r, |put| (Kind::ManifestPut, wire::encode(&put))).await
+            reply(inner, node, s, r, |put| (Kind::ManifestPut, wire::encode(&put))).await
         }
         Kind::GetManifest => {
             let path = std::str::from_utf8(&f.body).map_err(|_| Error::protocol("frame body (path)", "not UTF-8"))?;
             match inner.store().map(|st| st.get_manifest(path)) {
-                Ok(Some(m)) => wire::write_frame(s, Kind::ManifestData, &format::encode_manifest(&m), &[]).await,
-                Ok(None) => wire::write_frame(s, Kind::NoManifest, &[], &[]).await,
-                Err(e) => reply_err(s, &e).await,
+                Ok(Some(m)) => send(inner, node, s, Kind::ManifestData, &format::encode_manifest(&m), &[]).await,
+                Ok(None) => send(inner, node, s, Kind::NoManifest, &[], &[]).await,
+                Err(e) => reply_err(inner, node, s, &e).await,
             }
         }
         Kind::List => {
             let req: ListReq = wire::decode("list", &f.body)?;
             let r = inner.store().map(|st| wire::list_page(st.list(&req.prefix), req.after.as_deref(), wire::LIST_PAGE_BYTES));
-            reply(s, r, |page| (Kind::Listing, wire::encode(&page))).await
+            reply(inner, node, s, r, |page| (Kind::Listing, wire::encode(&page))).await
         }
         Kind::Delete => {
             let t: WireDelete = wire::decode("delete", &f.body)?;
             let target = DeleteTarget::from(t);
             let r = blocking(|| inner.local_delete(&target));
-            reply(s, r, |st| (Kind::Deleted, wire::encode(&WireDeleteStats::from(st)))).await
+            reply(inner, node, s, r, |st| (Kind::Deleted, wire::encode(&WireDeleteStats::from(st)))).await
         }
         Kind::ReportCorrupt => {
             let r: GetCellReq = wire::decode("report corrupt", &f.body)?;
@@ -156,11 +164,11 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeI
             if inner.cfg.store.is_some() {
                 inner.scrub.report(key, r.stripe);
             }
-            wire::write_frame(s, Kind::Ok, &[], &[]).await
+            send(inner, node, s, Kind::Ok, &[], &[]).await
         }
-        Kind::Stat => wire::write_frame(s, Kind::Stats, &wire::encode(&inner.stats()), &[]).await,
+        Kind::Stat => send(inner, node, s, Kind::Stats, &wire::encode(&inner.stats()), &[]).await,
         #[cfg(feature = "bench")]
-        Kind::BenchSink | Kind::BenchSource if inner.cfg.serve_bench_frames => serve_bench(s, f).await,
+        Kind::BenchSink | Kind::BenchSource if inner.cfg.serve_bench_frames => serve_bench(inner, node, s, f).await,
         other => Err(Error::protocol("frame", format!("{other:?} frame where a request was expected"))),
     }
 }
@@ -194,7 +202,7 @@ pub(crate) async fn receive_fragment(inner: &Arc<Inner>, writer: &NodeId, s: &mu
                     Some(e) => Err(e),
                     None => blocking(|| store.finish_fragment(&key)),
                 };
-                return reply(s, r, |_| (Kind::Ok, vec![])).await;
+                return reply(inner, writer, s, r, |_| (Kind::Ok, vec![])).await;
             }
             other => return Err(Error::protocol("frame", format!("{other:?} frame inside a fragment upload"))),
         }
@@ -205,11 +213,11 @@ pub(crate) async fn receive_fragment(inner: &Arc<Inner>, writer: &NodeId, s: &mu
 /// payload, a source that sends the bytes asked for. Only in builds with
 /// the `bench` feature, and only on nodes started to serve them.
 #[cfg(feature = "bench")]
-async fn serve_bench(s: &mut Stream, f: Frame) -> Result<()> {
+async fn serve_bench(inner: &Inner, node: &NodeId, s: &mut Stream, f: Frame) -> Result<()> {
     match f.kind {
         Kind::BenchSink => {
             // Benchmark: the body was the payload; acknowledge it.
-            wire::write_frame(s, Kind::Ok, &[], &[]).await
+            send(inner, node, s, Kind::Ok, &[], &[]).await
         }
         Kind::BenchSource => {
             let n: u64 = wire::decode("bench source", &f.body)?;
@@ -217,10 +225,10 @@ async fn serve_bench(s: &mut Stream, f: Frame) -> Result<()> {
             let mut left = n;
             while left > 0 {
                 let take = left.min(chunk.len() as u64) as usize;
-                wire::write_frame(s, Kind::CellData, &chunk[..take], &[]).await?;
+                send(inner, node, s, Kind::CellData, &chunk[..take], &[]).await?;
                 left -= take as u64;
             }
-            wire::write_frame(s, Kind::Ok, &[], &[]).await
+            send(inner, node, s, Kind::Ok, &[], &[]).await
         }
         _ => unreachable!("serve_bench takes bench frames only"),
     }

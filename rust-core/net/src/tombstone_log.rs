@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use fragstate_core::error::{Error, Result};
 
 use crate::tombstone_set::TombstoneSet;
+use fragstate_store::private_file;
 use crate::wire::{self, Tombstone};
 
 const MAGIC: &[u8; 8] = b"FSTOMB01";
@@ -108,7 +109,7 @@ impl TombstoneLog {
         set.prune(now_ms);
         let mut log = TombstoneLog {
             path: path.to_path_buf(),
-            file: OpenOptions::new().create(true).append(true).open(path).map_err(|e| io_err("open", path, e))?,
+            file: private_file().create(true).append(true).open(path).map_err(|e| io_err("open", path, e))?,
             fsync,
             records: found.len(),
             bytes: bytes.len() as u64,
@@ -160,7 +161,7 @@ impl TombstoneLog {
         let mut records = 0;
         let mut bytes = MAGIC.len() as u64;
         let mut write = || -> io::Result<()> {
-            let mut f = io::BufWriter::with_capacity(64 << 10, File::create(&tmp)?);
+            let mut f = io::BufWriter::with_capacity(64 << 10, private_file().write(true).create(true).truncate(true).open(&tmp)?);
             f.write_all(MAGIC)?;
             for t in set.all() {
                 let r = record(&t);

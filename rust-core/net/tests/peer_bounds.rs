@@ -58,3 +58,61 @@ async fn one_writer_gets_at_most_its_share_of_a_nodes_uploads() {
     writer.shutdown().await;
     storage.shutdown().await;
 }
+
+/// A peer that asks for a cell and stops reading the answer holds the
+/// server's stream (and its slot among the peer's streams) only until the
+/// server's write times out: then the stream is closed mid-answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_stops_reading_loses_its_stream_at_the_write_timeout() {
+    use fragstate_core::format;
+    use fragstate_net::wire::{self, GetCellReq, Kind};
+    use futures::{AsyncReadExt, AsyncWriteExt};
+
+    const CELL: usize = 8 << 20; // far beyond a stream's flow-control window
+    let timeout = Duration::from_secs(2);
+    let store = Arc::new(FragmentStore::in_memory("storage", u64::MAX));
+    let big = FragmentHeader { params: CodingParams::new(1, 0, CELL as u64, Compression::None).unwrap(), ..header(1) };
+    store.begin_fragment(&big).unwrap();
+    let cell = bytes::Bytes::from(vec![7u8; CELL]);
+    store.append_cell(&big.key(), 0, format::cell_checksum(&cell), cell).unwrap();
+    store.finish_fragment(&big.key()).unwrap();
+    let mut storage = NetConfig::new(Keypair::generate_ed25519(), Role::Storage, None);
+    storage.store = Some(store);
+    storage.request_timeout = timeout;
+    let storage = NetNode::start(storage).await.unwrap();
+    let mut reader = NetConfig::new(Keypair::generate_ed25519(), Role::Client, None);
+    reader.bootstrap = storage.listen_addrs();
+    let reader = NetNode::start(reader).await.unwrap();
+    reader.wait_for_storage_nodes(1, Duration::from_secs(20)).await.unwrap();
+    let target = storage.id().clone();
+    let peer: libp2p::PeerId = target.as_str().parse().unwrap();
+
+    let req = wire::encode(&GetCellReq { path: big.path.clone(), write_id: big.write_id, index: 0, stripe: 0 });
+    let mut head = [0u8; 5];
+    let mut attempts = 0;
+    // libp2p-stream drops a new stream while its one-slot accept queue is full: retried.
+    let mut s = loop {
+        attempts += 1;
+        assert!(attempts <= 10, "the node never served the request");
+        let mut s = reader.open_raw_stream(peer).await.unwrap();
+        wire::write_frame(&mut s, Kind::GetCell, &req, &[]).await.unwrap();
+        s.flush().await.unwrap();
+        if s.read_exact(&mut head).await.is_ok() {
+            break s;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let announced = u32::from_le_bytes(head[..4].try_into().unwrap()) as usize;
+    assert_eq!((head[4], announced), (Kind::CellData as u8, CELL + 16));
+    // Stop reading for longer than the server's write timeout, then read what arrives.
+    tokio::time::sleep(timeout + Duration::from_secs(1)).await;
+    let mut rest = Vec::new();
+    let end = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut rest)).await;
+    assert!(end.is_ok(), "the stream was neither finished nor closed");
+    assert!(rest.len() < announced, "the whole answer ({} bytes) arrived after the pause: the write never timed out", rest.len());
+    // The peer is served again on a new stream.
+    let stats = reader.remote_stats(&target).await;
+    assert!(stats.is_ok(), "{:?}", stats.err());
+    reader.shutdown().await;
+    storage.shutdown().await;
+}

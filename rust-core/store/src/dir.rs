@@ -2,7 +2,8 @@
 //! (`LOCK`), the `node-N` slots several processes on a host share, and the
 //! small file-system helpers of the disk store.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use fragstate_core::error::{Error, Result};
@@ -22,9 +23,9 @@ impl DirLock {
     /// Creates `dir` if needed and locks it; [`Error::StoreInUse`] if another
     /// holder has it.
     pub fn acquire(dir: &Path) -> Result<DirLock> {
-        fs::create_dir_all(dir).map_err(|e| Error::io(format!("create store directory {}", dir.display()), e))?;
+        create_private_dir(dir)?;
         let path = dir.join(LOCK_FILE);
-        let file = OpenOptions::new()
+        let file = private_file()
             .create(true)
             .truncate(false)
             .write(true)
@@ -58,6 +59,23 @@ pub fn claim_slot(parent: &Path, slots: usize) -> Result<DirLock> {
         parent.display(),
         format!("a directory with a free node-N slot; all {slots} are held by running processes"),
     ))
+}
+
+/// Creates `dir` and its missing parents readable by the owner only (0700):
+/// a store holds checkpointed state. A directory that exists keeps its mode.
+pub fn create_private_dir(dir: &Path) -> Result<()> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| Error::io(format!("create store directory {}", dir.display()), e))
+}
+
+/// Options that create a file readable and writable by the owner only (0600).
+pub fn private_file() -> OpenOptions {
+    let mut o = OpenOptions::new();
+    o.mode(0o600);
+    o
 }
 
 pub(crate) fn fsync_dir(dir: &Path) -> Result<()> {

@@ -13,7 +13,8 @@
 //! budget left and what its file system has left.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
+use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,7 +40,7 @@ mod space;
 #[cfg(test)]
 mod tests;
 
-pub use dir::{claim_slot, DirLock};
+pub use dir::{claim_slot, create_private_dir, private_file, DirLock};
 pub use file::{scan_fragment_file, ScannedFragment};
 pub use handles::DEFAULT_MAX_OPEN_FILES;
 use dir::{fsync_dir, read_dir};
@@ -191,7 +192,7 @@ impl FragmentStore {
         let root = lock.dir().to_path_buf();
         for sub in ["fragments", "manifests"] {
             let d = root.join(sub);
-            fs::create_dir_all(&d).map_err(|e| Error::io(format!("create store directory {}", d.display()), e))?;
+            create_private_dir(&d)?;
         }
         let marker = root.join(STORE_MARKER);
         match fs::read_to_string(&marker) {
@@ -203,7 +204,12 @@ impl FragmentStore {
                 ))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                fs::write(&marker, STORE_MARKER_CONTENT).map_err(|e| Error::io(format!("write {}", marker.display()), e))?;
+                private_file()
+                    .write(true)
+                    .create_new(true)
+                    .open(&marker)
+                    .and_then(|mut f| f.write_all(STORE_MARKER_CONTENT.as_bytes()))
+                    .map_err(|e| Error::io(format!("write {}", marker.display()), e))?;
             }
             Err(e) => return Err(Error::io(format!("read {}", marker.display()), e)),
         }
@@ -316,7 +322,7 @@ impl FragmentStore {
                     .join("fragments")
                     .join(format!("{}-{:032x}-{:02}.frag", path_hash(&header.path), header.write_id, header.index));
                 let bytes = format::encode_fragment_header(header);
-                let f = OpenOptions::new()
+                let f = private_file()
                     .create(true)
                     .truncate(true)
                     .read(true)
@@ -407,7 +413,7 @@ impl FragmentStore {
             let dst = dir.join(&name);
             let bytes = format::encode_manifest(&m);
             let write = || -> std::io::Result<()> {
-                let f = File::create(&tmp)?;
+                let f = private_file().write(true).create(true).truncate(true).open(&tmp)?;
                 f.write_all_at(&bytes, 0)?;
                 if *fsync {
                     f.sync_all()?;

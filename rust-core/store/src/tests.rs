@@ -140,3 +140,37 @@ fn unknown_layout_marker_is_an_error() {
     let e = FragmentStore::open_dir("n0", dir.path(), u64::MAX, false).err().unwrap().to_string();
     assert!(e.contains("unknown layout marker"), "{e}");
 }
+
+#[test]
+fn a_new_disk_store_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let parent = tempfile::tempdir().unwrap();
+    let store = claim_slot(&parent.path().join("stores"), 2)
+        .and_then(|lock| FragmentStore::open_claimed("n0", lock, u64::MAX, false))
+        .unwrap();
+    fill(&store, "fragstate://c/j/chk-1/a", 2);
+    let m = Manifest {
+        path: "fragstate://c/j/chk-1/a".into(),
+        write_id: 42,
+        revision: 0,
+        length: 0,
+        params: CodingParams::new(2, 1, 4096, Compression::None).unwrap(),
+        holders: vec!["a".into(), "b".into(), "c".into()],
+        stripes: vec![],
+        created_unix_ms: 1,
+        writer: "t".into(),
+    };
+    store.put_manifest(Arc::new(m)).unwrap();
+    let mut seen = Vec::new();
+    let mut todo = vec![parent.path().join("stores")];
+    while let Some(p) = todo.pop() {
+        let meta = fs::metadata(&p).unwrap();
+        if meta.is_dir() {
+            todo.extend(read_dir(&p).unwrap());
+        }
+        seen.push(format!("{:o} {}", meta.permissions().mode() & 0o777, p.display()));
+        assert_eq!(meta.permissions().mode() & 0o077, 0, "{} has mode {:o}", p.display(), meta.permissions().mode() & 0o777);
+    }
+    // stores, node-0, LOCK, the marker, fragments/ and manifests/ with a file each
+    assert!(seen.len() >= 8, "{seen:?}");
+}

@@ -111,7 +111,7 @@ pub(crate) async fn served_stream(node: &NetNode, peer: libp2p::PeerId) -> Resul
         let mut s = node.open_raw_stream(peer).await?;
         let ok = async {
             wire::write_frame(&mut s, Kind::Stat, &[], &[]).await?;
-            match wire::read_frame(&mut s, None).await? {
+            match wire::read_frame(&mut s, wire::Expect::response(Kind::Stat)).await? {
                 Some(f) if f.kind == Kind::Stats => Ok(()),
                 other => Err(Error::format("stat reply", format!("unexpected {:?}", other.map(|f| f.kind)))),
             }

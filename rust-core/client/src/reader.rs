@@ -264,18 +264,19 @@ impl ObjectReader {
         Ok(n)
     }
 
-    /// Reads from the current position to the end.
+    /// Reads from the current position to the end. The buffer grows with
+    /// the bytes actually read, not with the length the manifest claims (a
+    /// manifest from a hostile peer may claim terabytes).
     pub async fn read_to_end(&mut self) -> Result<Vec<u8>> {
-        let mut out = vec![0u8; (self.len() - self.pos) as usize];
-        let mut filled = 0;
-        while filled < out.len() {
-            let n = self.read(&mut out[filled..]).await?;
+        let mut out = Vec::new();
+        let mut chunk = vec![0u8; (self.len() - self.pos).min(4 << 20) as usize];
+        loop {
+            let n = self.read(&mut chunk).await?;
             if n == 0 {
-                break;
+                return Ok(out);
             }
-            filled += n;
+            out.extend_from_slice(&chunk[..n]);
         }
-        Ok(out)
     }
 
     /// Returns stripe `s`, keeping the next `read_ahead` stripes in flight.

@@ -9,6 +9,11 @@
 //! twice the fragments) and moves only the fragments of a node that leaves.
 //! Which chosen holder gets which fragment index (data or parity) follows a
 //! second, unweighted hash, so reads spread over all holders.
+//!
+//! Free capacity is what each node advertises, so a weight is capped at
+//! [`MAX_WEIGHT_OVER_MEDIAN`] times the median of the candidates: a node
+//! that claims `u64::MAX` free bytes (a bug, or a hostile key holder) gets at
+//! most that multiple of a median node's share, not every object.
 
 use std::collections::HashSet;
 
@@ -60,18 +65,34 @@ fn node_key_hash(key: &[u8], node: &NodeInfo, purpose: u64) -> u64 {
 const SCORE: u64 = 0x6672_6167;
 const FRAGMENT_ORDER: u64 = 0x6f72_6465;
 
-/// Rendezvous score of `node` for `key`; higher wins.
-fn score(key: &[u8], node: &NodeInfo) -> f64 {
+/// The largest weight a node gets, as a multiple of the candidates' median
+/// free capacity (see the module docs).
+pub const MAX_WEIGHT_OVER_MEDIAN: u64 = 4;
+
+/// Rendezvous score of `node` for `key` with weights capped at `cap`; higher wins.
+fn score(key: &[u8], node: &NodeInfo, cap: u64) -> f64 {
     let h = node_key_hash(key, node, SCORE);
     // u in (0, 1), never 0 or 1, so ln(u) < 0.
     let u = ((h >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-    let weight = node.free_bytes.max(1) as f64;
+    let weight = node.free_bytes.clamp(1, cap) as f64;
     -weight / u.ln()
+}
+
+/// The weight cap for `nodes`: [`MAX_WEIGHT_OVER_MEDIAN`] × their (lower) median free capacity.
+fn weight_cap(nodes: &[NodeInfo]) -> u64 {
+    let mut free: Vec<u64> = nodes.iter().map(|n| n.free_bytes).collect();
+    if free.is_empty() {
+        return u64::MAX;
+    }
+    let mid = (free.len() - 1) / 2;
+    let median = *free.select_nth_unstable(mid).1;
+    median.max(1).saturating_mul(MAX_WEIGHT_OVER_MEDIAN)
 }
 
 /// All candidates, best first, ties broken by node id.
 pub fn rank<'a>(key: &[u8], nodes: &'a [NodeInfo]) -> Vec<&'a NodeInfo> {
-    let mut scored: Vec<(f64, &NodeInfo)> = nodes.iter().map(|n| (score(key, n), n)).collect();
+    let cap = weight_cap(nodes);
+    let mut scored: Vec<(f64, &NodeInfo)> = nodes.iter().map(|n| (score(key, n, cap), n)).collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
     scored.into_iter().map(|(_, n)| n).collect()
 }
@@ -217,8 +238,27 @@ mod tests {
     }
 
     #[test]
+    fn a_node_that_claims_all_the_space_gets_at_most_its_capped_share() {
+        // Ten honest nodes of 1 GiB and one claiming u64::MAX: capped at 4×
+        // the median it wins about 4 / 14 of the single-holder placements
+        // (~0.29), not all of them.
+        let mut live = nodes(10);
+        live.push(node(10, "liar", u64::MAX));
+        let trials = 20_000;
+        let won = (0..trials)
+            .filter(|i| {
+                let p = place(format!("key-{i}").as_bytes(), &live, 1, &HashSet::new(), &HashSet::new(), PlacementPolicy::default(), (1, 0));
+                p.unwrap().nodes[0].id.as_str() == "node-10"
+            })
+            .count();
+        let share = won as f64 / trials as f64;
+        assert!((0.25..0.33).contains(&share), "share of the node claiming u64::MAX = {share}");
+    }
+
+    #[test]
     fn data_fragments_rotate_even_over_nodes_that_are_always_chosen() {
-        // node-0 and node-1 have far more free space than the rest: they hold
+        // node-0 and node-1 claim far more free space than the rest (capped at
+        // 4× the median): they hold
         // a fragment of nearly every object, but fragment 0 (data, read first)
         // only about a quarter of the time each, like any holder.
         let mut live = nodes(6);
@@ -232,7 +272,9 @@ mod tests {
             held += pos.is_some() as usize;
             first += (pos == Some(0)) as usize;
         }
-        assert!(held as f64 / trials as f64 > 0.99, "node-0 held a fragment of {held} of {trials} objects");
+        // Weights are capped at 4× the median: node-0 weighs 4 against four 1s
+        // and is among the 4 of 6 chosen for ~94 % of the objects.
+        assert!(held as f64 / trials as f64 > 0.90, "node-0 held a fragment of {held} of {trials} objects");
         let share = first as f64 / held as f64;
         assert!((0.20..0.30).contains(&share), "node-0 held fragment 0 of {share} of its objects");
     }

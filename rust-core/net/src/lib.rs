@@ -37,6 +37,7 @@ pub mod wire;
 pub use config::{hostname, NetConfig, FRAG_PROTOCOL};
 pub use node::NetNode;
 pub use peer_limit::{MAX_STREAMS, STREAMS_PER_PEER, UPLOADS_PER_PEER};
+pub use swarm::{MAX_ESTABLISHED, MAX_ESTABLISHED_PER_PEER, MAX_PENDING_INCOMING};
 pub use services::ServiceConfig;
 pub use wire::{NodeStats, Role};
 

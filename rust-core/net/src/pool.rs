@@ -11,7 +11,7 @@ use fragstate_core::ids::NodeId;
 
 use crate::config::FRAG_PROTOCOL;
 use crate::state::{lock, Inner};
-use crate::wire::{self, Frame, Kind, WireError};
+use crate::wire::{self, Expect, Frame, Kind, WireError};
 
 pub(crate) fn node_fault(node: &NodeId, e: impl std::fmt::Display) -> Error {
     Error::NodeUnavailable { node: node.clone(), reason: e.to_string() }
@@ -76,9 +76,9 @@ impl Inner {
     }
 
     /// Reads the response to a request: an `Err` frame becomes the error it carries.
-    pub(crate) async fn response(&self, node: &NodeId, s: &mut Stream) -> Result<Frame> {
+    pub(crate) async fn response(&self, node: &NodeId, s: &mut Stream, expect: Expect) -> Result<Frame> {
         let f = self
-            .timed(node, wire::read_frame(s, None))
+            .timed(node, wire::read_frame(s, expect))
             .await
             .map_err(|e| if matches!(e, Error::Io { .. }) { node_fault(node, e) } else { e })?
             .ok_or_else(|| node_fault(node, "stream closed before the response"))?;
@@ -109,7 +109,7 @@ impl Inner {
             let (mut s, reused) = self.take_stream(peer).await?;
             let sent = self.timed(node, wire::write_frame(&mut s, kind, body, extra)).await;
             let r = match sent {
-                Ok(()) => self.response(node, &mut s).await,
+                Ok(()) => self.response(node, &mut s, Expect::response(kind)).await,
                 Err(e) => Err(node_fault(node, e)),
             };
             match r {

@@ -16,7 +16,7 @@ use fragstate_core::ids::{FragmentKey, NodeId};
 use crate::membership::violation_or_log;
 use crate::peer_limit::{PeerLimit, MAX_STREAMS, STREAMS_PER_PEER};
 use crate::state::{blocking, Inner};
-use crate::wire::{self, Frame, GetCellReq, Kind, ListReq, WireDelete, WireDeleteStats, WireError};
+use crate::wire::{self, Expect, Frame, GetCellReq, Kind, ListReq, WireDelete, WireDeleteStats, WireError};
 
 pub(crate) async fn accept_task(inner: Arc<Inner>, mut incoming: libp2p_stream::IncomingStreams) {
     let mut shutdown = inner.shutdown.subscribe();
@@ -58,7 +58,7 @@ pub(crate) const IDLE_STREAM: Duration = Duration::from_secs(60);
 pub(crate) async fn serve_stream(inner: &Arc<Inner>, peer: PeerId, mut s: Stream) {
     let node = NodeId::from(peer.to_base58());
     loop {
-        let frame = match tokio::time::timeout(IDLE_STREAM, wire::read_frame(&mut s, None)).await {
+        let frame = match tokio::time::timeout(IDLE_STREAM, wire::read_frame(&mut s, Expect::Request)).await {
             Err(_) | Ok(Ok(None)) => break,
             Ok(Ok(Some(f))) => f,
             Ok(Err(e)) => {
@@ -181,7 +181,7 @@ pub(crate) async fn receive_fragment(inner: &Arc<Inner>, writer: &NodeId, s: &mu
     let store = inner.store()?.clone();
     let mut failed: Option<Error> = None;
     loop {
-        let f = match tokio::time::timeout(inner.cfg.request_timeout, wire::read_frame(s, Some(cell_size))).await {
+        let f = match tokio::time::timeout(inner.cfg.request_timeout, wire::read_frame(s, Expect::Upload { cell_size })).await {
             Ok(Ok(Some(f))) => f,
             Ok(Ok(None)) => return Err(Error::NodeUnavailable { node: writer.clone(), reason: "upload stream closed before Finish (writer gone)".into() }),
             Ok(Err(e)) => return Err(e),

@@ -16,7 +16,7 @@ use libp2p::pnet::PreSharedKey;
 use libp2p::swarm::dial_opts::{DialOpts, PeerCondition};
 use libp2p::multiaddr::Protocol;
 use libp2p::swarm::{ConnectionId, NetworkBehaviour, SwarmEvent};
-use libp2p::{dns, identify, noise, ping, tcp, yamux, Multiaddr, PeerId, Swarm, Transport as _};
+use libp2p::{connection_limits, dns, identify, noise, ping, tcp, yamux, Multiaddr, PeerId, Swarm, Transport as _};
 use tokio::sync::mpsc;
 
 use fragstate_core::error::{Error, Result};
@@ -25,8 +25,20 @@ use crate::config::{hostname, IDENTIFY_PROTOCOL, KAD_PROTOCOL, NetConfig};
 use crate::membership::{exchange_hello, peer_left};
 use crate::state::{lock, Cmd, Inner};
 
+/// Connections being set up from outside (TCP accepted, noise handshake not
+/// done; each an fd in the Flink JVM for up to the 10 s handshake timeout):
+/// beyond this a new one is closed at once, so a flood of keyless dialers
+/// cannot run the process out of descriptors.
+pub const MAX_PENDING_INCOMING: u32 = 128;
+/// Established connections with one peer (two when both dial at once, and a
+/// redial while an old one closes).
+pub const MAX_ESTABLISHED_PER_PEER: u32 = 4;
+/// Established connections in all: a full mesh of this many peers.
+pub const MAX_ESTABLISHED: u32 = 2048;
+
 #[derive(NetworkBehaviour)]
 pub(crate) struct Behaviour {
+    limits: connection_limits::Behaviour,
     identify: identify::Behaviour,
     ping: ping::Behaviour,
     kad: kad::Behaviour<kad::store::MemoryStore>,
@@ -46,6 +58,12 @@ pub(crate) fn build_swarm(cfg: &NetConfig) -> Result<(Swarm<Behaviour>, libp2p_s
     let stream = libp2p_stream::Behaviour::new();
     let control = stream.new_control();
     let behaviour = Behaviour {
+        limits: connection_limits::Behaviour::new(
+            connection_limits::ConnectionLimits::default()
+                .with_max_pending_incoming(Some(MAX_PENDING_INCOMING))
+                .with_max_established_per_peer(Some(MAX_ESTABLISHED_PER_PEER))
+                .with_max_established(Some(MAX_ESTABLISHED)),
+        ),
         identify: identify::Behaviour::new(
             identify::Config::new(IDENTIFY_PROTOCOL.to_string(), cfg.identity.public())
                 .with_agent_version(format!("fragstate/{}", env!("CARGO_PKG_VERSION"))),
@@ -231,6 +249,7 @@ pub(crate) fn is_own_address(addr: &Multiaddr, listen: &[Multiaddr]) -> bool {
 pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, mut cmds: mpsc::UnboundedReceiver<Cmd>) {
     let mut shutdown = inner.shutdown.subscribe();
     let mut bootstrap = BootstrapDials::default();
+    let mut refused = RefusedConnections::default();
     bootstrap.dial_all(&mut swarm, &inner.cfg.bootstrap, &inner.cfg.listen);
     let mut tick = tokio::time::interval(Duration::from_secs(3));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -263,7 +282,11 @@ pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, m
             }
             ev = swarm.select_next_some() => {
                 bootstrap.event(&ev);
-                handle_event(&inner, &mut swarm, ev);
+                if let SwarmEvent::IncomingConnectionError { send_back_addr, error, .. } = &ev {
+                    refused.record(send_back_addr, error);
+                } else {
+                    handle_event(&inner, &mut swarm, ev);
+                }
             }
         }
     }
@@ -279,6 +302,29 @@ pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, m
     })
     .await;
     tracing::info!("network stopped");
+}
+
+/// Refused incoming connections (a wrong or missing cluster key, a limit
+/// above): the first is logged at once, later ones as one summary line per
+/// [`Self::EVERY`], so a flood of dialers cannot flood the Flink log too.
+#[derive(Default)]
+struct RefusedConnections {
+    last_logged: Option<Instant>,
+    unlogged: u64,
+}
+
+impl RefusedConnections {
+    const EVERY: Duration = Duration::from_secs(10);
+
+    fn record(&mut self, from: &Multiaddr, error: &libp2p::swarm::ListenError) {
+        if self.last_logged.is_some_and(|t| t.elapsed() < Self::EVERY) {
+            self.unlogged += 1;
+            return;
+        }
+        let more = std::mem::take(&mut self.unlogged);
+        tracing::warn!(%from, %error, more_since_last_line = more, "refused an incoming connection (wrong or missing cluster key, or a connection limit)");
+        self.last_logged = Some(Instant::now());
+    }
 }
 
 pub(crate) fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, ev: SwarmEvent<BehaviourEvent>) {
@@ -326,9 +372,6 @@ pub(crate) fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, ev:
         }
         SwarmEvent::OutgoingConnectionError { peer_id, error, .. } => {
             tracing::debug!(?peer_id, %error, "dial failed");
-        }
-        SwarmEvent::IncomingConnectionError { send_back_addr, error, .. } => {
-            tracing::warn!(from = %send_back_addr, %error, "refused an incoming connection (wrong or missing cluster key?)");
         }
         _ => {}
     }

@@ -20,7 +20,7 @@ use fragstate_store::FragmentStore;
 use crate::node::NetNode;
 use crate::pool::{expect_kind, node_fault};
 use crate::state::{blocking, Inner};
-use crate::wire::{self, GetCellReq, Kind, ListPage, ListReq, WireDelete, WireDeleteStats};
+use crate::wire::{self, Expect, GetCellReq, Kind, ListPage, ListReq, WireDelete, WireDeleteStats};
 
 pub(crate) struct LocalSink {
     store: Arc<FragmentStore>,
@@ -63,7 +63,7 @@ impl FragmentSink for NetSink {
             .timed(&self.node, wire::write_frame(&mut s, Kind::Finish, &[], &[]))
             .await
             .map_err(|e| node_fault(&self.node, e))?;
-        let f = self.inner.response(&self.node, &mut s).await?;
+        let f = self.inner.response(&self.node, &mut s, Expect::response(Kind::Finish)).await?;
         expect_kind(&self.node, &f, Kind::Ok)?;
         self.inner.put_back(self.peer, s);
         Ok(())

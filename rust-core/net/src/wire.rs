@@ -105,6 +105,81 @@ impl Kind {
     }
 }
 
+/// The frames a reader accepts at a point of the protocol; any other kind
+/// is a protocol violation found from the header, before a body byte is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// A server waiting for the next request: a request kind that opens an
+    /// exchange (not `Cell`/`Finish`, which belong to an upload; benchmark
+    /// frames only in builds with the `bench` feature).
+    Request,
+    /// Inside a fragment upload: `Cell` of at most `cell_size` bytes, or `Finish`.
+    Upload { cell_size: u32 },
+    /// The answer to a request of kind `to`: its answer kinds or `Err`; a
+    /// `CellData` answer at most `max_cell` bytes when the reader knows it.
+    Response { to: Kind, max_cell: Option<u32> },
+}
+
+impl Expect {
+    /// A response to `to` with no known cell bound.
+    pub fn response(to: Kind) -> Self {
+        Expect::Response { to, max_cell: None }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Expect::Request => "a request".into(),
+            Expect::Upload { .. } => "a Cell or Finish frame of an upload".into(),
+            Expect::Response { to, .. } => format!("an answer to {to:?}"),
+        }
+    }
+
+    fn accepts(self, kind: Kind) -> bool {
+        use Kind::*;
+        match self {
+            Expect::Request => match kind {
+                Hello | OpenFragment | GetCell | PutManifest | GetManifest | List | Delete | Stat | ReportCorrupt => true,
+                BenchSink | BenchSource => cfg!(feature = "bench"),
+                _ => false,
+            },
+            Expect::Upload { .. } => matches!(kind, Cell | Finish),
+            Expect::Response { to, .. } => kind == Err || to.answers().contains(&kind),
+        }
+    }
+
+    /// The body limit for `kind`: the kind's own, lowered by a known cell size.
+    fn limit(self, kind: Kind) -> u32 {
+        let cell = match (self, kind) {
+            (Expect::Upload { cell_size }, Kind::Cell) => Some(cell_size),
+            (Expect::Response { max_cell: Some(c), .. }, Kind::CellData) => Some(c),
+            _ => None,
+        };
+        match cell {
+            Some(c) => kind.max_body().min(c.saturating_add(CELL_FRAME_HEADER_LEN as u32)),
+            None => kind.max_body(),
+        }
+    }
+}
+
+impl Kind {
+    /// The kinds that answer a request of this kind (besides `Err`).
+    pub fn answers(self) -> &'static [Kind] {
+        use Kind::*;
+        match self {
+            Hello => &[HelloReply],
+            OpenFragment | Finish | ReportCorrupt | BenchSink => &[Ok],
+            GetCell => &[CellData],
+            PutManifest => &[ManifestPut],
+            GetManifest => &[ManifestData, NoManifest],
+            List => &[Listing],
+            Delete => &[Deleted],
+            Stat => &[Stats],
+            BenchSource => &[CellData, Ok],
+            Cell | Ok | Err | CellData | ManifestData | NoManifest | Listing | Deleted | Stats | HelloReply | ManifestPut => &[],
+        }
+    }
+}
+
 /// One received frame.
 pub struct Frame {
     pub kind: Kind,
@@ -117,10 +192,10 @@ pub fn is_protocol_violation(e: &Error) -> bool {
     matches!(e, Error::Protocol { .. })
 }
 
-/// Reads one frame. `Ok(None)` is a clean end of stream before a frame
-/// started. `max_cell` bounds cell frames below [`MAX_CELL_BODY`] when the
-/// cell size is known (uploads).
-pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max_cell: Option<u32>) -> Result<Option<Frame>> {
+/// Reads one frame of a kind `expect` accepts. `Ok(None)` is a clean end of
+/// stream before a frame started. The kind and the length are checked from
+/// the header, before any byte of the body is read or allocated.
+pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, expect: Expect) -> Result<Option<Frame>> {
     let mut head = [0u8; FRAME_HEADER_LEN];
     // Distinguish a clean close (no byte of a new frame) from a torn one.
     let n = r.read(&mut head).await.map_err(|e| Error::io("read frame header", e))?;
@@ -132,10 +207,10 @@ pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max_cell: Option<u32>) 
     }
     let len = u32::from_le_bytes(head[..4].try_into().unwrap());
     let kind = Kind::from_u8(head[4]).ok_or_else(|| Error::protocol("frame", format!("unknown frame kind {}", head[4])))?;
-    let mut limit = kind.max_body();
-    if let (Kind::Cell, Some(c)) = (kind, max_cell) {
-        limit = limit.min(c + CELL_FRAME_HEADER_LEN as u32);
+    if !expect.accepts(kind) {
+        return Err(Error::protocol("frame", format!("{kind:?} frame where {} was expected", expect.describe())));
     }
+    let limit = expect.limit(kind);
     if len > limit {
         return Err(Error::protocol("frame", format!("{kind:?} frame of {len} bytes exceeds the limit of {limit} bytes")));
     }

@@ -25,10 +25,10 @@ fn frames_round_trip() {
     block(write_frame(&mut buf, Kind::GetManifest, b"abc", b"")).unwrap();
     block(write_frame(&mut buf, Kind::Finish, b"", b"")).unwrap();
     let mut r = Cursor::new(buf);
-    let f = block(read_frame(&mut r, None)).unwrap().unwrap();
+    let f = block(read_frame(&mut r, Expect::Request)).unwrap().unwrap();
     assert_eq!((f.kind, &f.body[..]), (Kind::GetManifest, &b"abc"[..]));
-    assert_eq!(block(read_frame(&mut r, None)).unwrap().unwrap().kind, Kind::Finish);
-    assert!(block(read_frame(&mut r, None)).unwrap().is_none());
+    assert_eq!(block(read_frame(&mut r, Expect::Upload { cell_size: 4096 })).unwrap().unwrap().kind, Kind::Finish);
+    assert!(block(read_frame(&mut r, Expect::Request)).unwrap().is_none());
 }
 
 #[test]
@@ -36,18 +36,65 @@ fn oversized_and_unknown_frames_are_violations_before_the_body_is_read() {
     let mut head = Vec::new();
     head.extend_from_slice(&(MAX_CONTROL_BODY + 1).to_le_bytes());
     head.push(Kind::List as u8);
-    let e = block(read_frame(&mut Cursor::new(head), None)).err().unwrap();
+    let e = block(read_frame(&mut Cursor::new(head), Expect::Request)).err().unwrap();
     assert!(is_protocol_violation(&e), "{e}");
     assert!(e.to_string().contains("exceeds the limit"), "{e}");
-    let e = block(read_frame(&mut Cursor::new(vec![0, 0, 0, 0, 200]), None)).err().unwrap();
+    let e = block(read_frame(&mut Cursor::new(vec![0, 0, 0, 0, 200]), Expect::Request)).err().unwrap();
     assert!(is_protocol_violation(&e) && e.to_string().contains("unknown frame kind 200"), "{e}");
     // A cell bigger than the fragment's cell size.
     let mut head = Vec::new();
     head.extend_from_slice(&(4096u32 + 17).to_le_bytes());
     head.push(Kind::Cell as u8);
-    assert!(is_protocol_violation(&block(read_frame(&mut Cursor::new(head), Some(4096))).err().unwrap()));
+    assert!(is_protocol_violation(&block(read_frame(&mut Cursor::new(head), Expect::Upload { cell_size: 4096 })).err().unwrap()));
     // Finish carries no body.
-    assert!(block(read_frame(&mut Cursor::new(vec![1, 0, 0, 0, Kind::Finish as u8, 0]), None)).is_err());
+    assert!(block(read_frame(&mut Cursor::new(vec![1, 0, 0, 0, Kind::Finish as u8, 0]), Expect::Upload { cell_size: 4096 })).is_err());
+}
+
+/// A frame header announcing `len` bytes of `kind`, and no body: reading it
+/// must fail on the header alone (a body read would be a torn-frame I/O error).
+fn header_only(kind: Kind, len: u32) -> Cursor<Vec<u8>> {
+    let mut v = len.to_le_bytes().to_vec();
+    v.push(kind as u8);
+    Cursor::new(v)
+}
+
+#[test]
+fn a_frame_of_a_kind_not_expected_is_refused_from_its_header() {
+    let violation = |kind, len, expect| {
+        let e = block(read_frame(&mut header_only(kind, len), expect)).err().expect("refused");
+        assert!(is_protocol_violation(&e), "{kind:?} under {expect:?}: {e}");
+        e.to_string()
+    };
+    // Answer kinds and upload frames are not requests, however small.
+    for kind in [Kind::CellData, Kind::Ok, Kind::Stats, Kind::Cell, Kind::Finish] {
+        let e = violation(kind, 1 << 20, Expect::Request);
+        assert!(e.contains("where a request was expected"), "{e}");
+    }
+    // Requests are not answers; an answer must match its request.
+    let e = violation(Kind::GetCell, 16, Expect::response(Kind::Stat));
+    assert!(e.contains("where an answer to Stat was expected"), "{e}");
+    violation(Kind::CellData, 1 << 20, Expect::response(Kind::Stat));
+    violation(Kind::ManifestData, 100, Expect::response(Kind::GetCell));
+    // Inside an upload only Cell and Finish.
+    violation(Kind::GetCell, 16, Expect::Upload { cell_size: 4096 });
+    // A cell answer longer than the cell the reader asked for.
+    let e = violation(Kind::CellData, 4096 + 17, Expect::Response { to: Kind::GetCell, max_cell: Some(4096) });
+    assert!(e.contains("exceeds the limit"), "{e}");
+    // Benchmark frames are requests only in builds that benchmark.
+    let bench = block(read_frame(&mut header_only(Kind::BenchSink, 1 << 20), Expect::Request));
+    assert_eq!(is_protocol_violation(&bench.err().unwrap()), !cfg!(feature = "bench"));
+}
+
+#[test]
+fn every_request_has_its_answers_and_err_answers_anything() {
+    for kind in [Kind::Hello, Kind::OpenFragment, Kind::GetCell, Kind::PutManifest, Kind::GetManifest, Kind::List, Kind::Delete, Kind::Stat, Kind::ReportCorrupt, Kind::Finish] {
+        assert!(!kind.answers().is_empty(), "{kind:?}");
+        for answer in kind.answers().iter().copied().chain([Kind::Err]) {
+            // an empty body: the kind was accepted
+            let r = block(read_frame(&mut header_only(answer, 0), Expect::response(kind)));
+            assert!(r.is_ok(), "{answer:?} answering {kind:?}: {:?}", r.err());
+        }
+    }
 }
 
 #[test]
@@ -76,7 +123,7 @@ fn listings_page_within_the_budget_and_lose_nothing() {
 
 #[test]
 fn torn_frames_are_io_errors() {
-    let e = block(read_frame(&mut Cursor::new(vec![10, 0, 0, 0, Kind::List as u8, 1, 2]), None)).err().unwrap();
+    let e = block(read_frame(&mut Cursor::new(vec![10, 0, 0, 0, Kind::List as u8, 1, 2]), Expect::Request)).err().unwrap();
     assert!(matches!(e, Error::Io { .. }), "{e}");
 }
 

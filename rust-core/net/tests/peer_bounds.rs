@@ -116,3 +116,49 @@ async fn a_peer_that_stops_reading_loses_its_stream_at_the_write_timeout() {
     reader.shutdown().await;
     storage.shutdown().await;
 }
+
+/// Dialers that open TCP connections and never finish the handshake (no key
+/// needed) hold at most `MAX_PENDING_INCOMING` of them; the rest are closed
+/// at once, and established peers keep being served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_open_connections_beyond_the_pending_limit_are_closed_at_once() {
+    use fragstate_net::MAX_PENDING_INCOMING;
+    use tokio::io::AsyncReadExt;
+
+    const DIALS: usize = 300;
+    let mut storage = NetConfig::new(Keypair::generate_ed25519(), Role::Storage, None);
+    storage.store = Some(Arc::new(FragmentStore::in_memory("storage", u64::MAX)));
+    let storage = NetNode::start(storage).await.unwrap();
+    let mut reader = NetConfig::new(Keypair::generate_ed25519(), Role::Client, None);
+    reader.bootstrap = storage.listen_addrs();
+    let reader = NetNode::start(reader).await.unwrap();
+    reader.wait_for_storage_nodes(1, Duration::from_secs(20)).await.unwrap();
+    let port = storage
+        .listen_addrs()
+        .iter()
+        .find_map(|a| a.iter().find_map(|p| if let libp2p::multiaddr::Protocol::Tcp(port) = p { Some(port) } else { None }))
+        .expect("a TCP listen address");
+
+    let mut open = Vec::new();
+    for _ in 0..DIALS {
+        open.push(tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut closed = 0;
+    for s in &mut open {
+        let mut b = [0u8; 64];
+        // Closed by the node: EOF or a reset. Pending: nothing to read yet (the dialer speaks first).
+        if let Ok(r) = tokio::time::timeout(Duration::from_millis(20), s.read(&mut b)).await {
+            closed += matches!(r, Ok(0) | Err(_)) as usize;
+        }
+    }
+    let held = DIALS - closed;
+    assert!(held <= MAX_PENDING_INCOMING as usize, "{held} half-open connections held (limit {MAX_PENDING_INCOMING})");
+    assert!(closed >= DIALS - MAX_PENDING_INCOMING as usize, "{closed} of {DIALS} closed");
+    // The established peer is served throughout.
+    let stats = reader.remote_stats(storage.id()).await;
+    assert!(stats.is_ok(), "{:?}", stats.err());
+    drop(open);
+    reader.shutdown().await;
+    storage.shutdown().await;
+}

@@ -206,7 +206,7 @@ pub(crate) async fn raw_read(node: &NetNode, peers: &[libp2p::PeerId], total: u6
         wire::write_frame(&mut s, Kind::BenchSource, &wire::encode(&per), &[]).await?;
         let mut got = 0u64;
         loop {
-            match wire::read_frame(&mut s, None).await? {
+            match wire::read_frame(&mut s, wire::Expect::response(Kind::BenchSource)).await? {
                 Some(f) if f.kind == Kind::CellData => got += f.body.len() as u64,
                 Some(f) if f.kind == Kind::Ok => break,
                 other => return Err(Error::format("bench stream", format!("unexpected {:?}", other.map(|f| f.kind)))),
@@ -237,7 +237,7 @@ pub(crate) async fn raw_write(node: &NetNode, peers: &[libp2p::PeerId], total: u
                 left -= n as u64;
             }
             for _ in 0..frames {
-                match wire::read_frame(&mut s, None).await? {
+                match wire::read_frame(&mut s, wire::Expect::response(Kind::BenchSink)).await? {
                     Some(f) if f.kind == Kind::Ok => {}
                     _ => return Err(Error::format("bench stream", "no ack")),
                 }

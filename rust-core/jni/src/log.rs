@@ -1,5 +1,15 @@
 //! Native `tracing` events to SLF4J through `io.fragstate.flink.jni.NativeLog`
 //! (stderr when that class is missing).
+//!
+//! An event is formatted where it happens and put on a bounded queue; one
+//! thread, attached to the JVM once, hands the queue to Java. So no runtime
+//! thread ever calls into Java (a GC pause would stall the 2-thread runtime,
+//! and pings time out), no JNI call is made while a lock is held, and a burst
+//! of events drops the excess (counted, and reported in the next line that
+//! gets through) instead of blocking the node.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 
 use fragstate_core::error::Error;
 use jni::objects::{GlobalRef, JClass, JValue};
@@ -11,9 +21,44 @@ use crate::failure::{Failure, JResult};
 // ---------------------------------------------------------------------------
 // Logging: tracing events go to SLF4J through io.fragstate.flink.jni.NativeLog.
 
+/// Events waiting for the Java thread, at most this many.
+const LOG_QUEUE: usize = 4096;
+
+/// One formatted event.
+struct LogLine {
+    level: i32,
+    target: &'static str,
+    message: String,
+}
+
+/// The sending side of the bounded log queue; never blocks.
+struct LogQueue {
+    tx: SyncSender<LogLine>,
+    dropped: AtomicU64,
+}
+
+impl LogQueue {
+    fn new(capacity: usize) -> (LogQueue, Receiver<LogLine>) {
+        let (tx, rx) = sync_channel(capacity);
+        (LogQueue { tx, dropped: AtomicU64::new(0) }, rx)
+    }
+
+    /// Queues `line`, or counts it as dropped when the queue is full (or
+    /// the Java thread is gone).
+    fn push(&self, line: LogLine) {
+        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) = self.tx.try_send(line) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Events dropped since the last call.
+    fn take_dropped(&self) -> u64 {
+        self.dropped.swap(0, Ordering::Relaxed)
+    }
+}
+
 struct JavaLogLayer {
-    vm: JavaVM,
-    class: GlobalRef,
+    queue: std::sync::Arc<LogQueue>,
 }
 
 struct MessageVisitor(String);
@@ -40,13 +85,32 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for JavaLogLayer {
         };
         let mut msg = MessageVisitor(String::new());
         event.record(&mut msg);
-        let target = event.metadata().target();
+        self.queue.push(LogLine { level, target: event.metadata().target(), message: msg.0 });
+    }
+}
+
+/// The one Java-attached thread: hands queued lines to `NativeLog.log`.
+fn forward_to_java(vm: JavaVM, class: GlobalRef, queue: std::sync::Arc<LogQueue>, lines: Receiver<LogLine>) {
+    let mut env = match vm.attach_current_thread_as_daemon() {
+        Ok(env) => env,
+        Err(e) => {
+            eprintln!("fragstate: native logs go to stderr (attaching the log thread failed: {e})");
+            for l in lines {
+                eprintln!("fragstate [{}] {}", l.target, l.message);
+            }
+            return;
+        }
+    };
+    for mut l in lines {
+        let dropped = queue.take_dropped();
+        if dropped > 0 {
+            l.message = format!("{} ({dropped} native log events dropped before this one: the log queue of {LOG_QUEUE} was full)", l.message);
+        }
         let sent = (|| -> jni::errors::Result<()> {
-            let mut env = self.vm.attach_current_thread_as_daemon()?;
-            let t = env.new_string(target)?;
-            let m = env.new_string(&msg.0)?;
-            let class = <&JClass>::from(self.class.as_obj());
-            let r = env.call_static_method(class, "log", "(ILjava/lang/String;Ljava/lang/String;)V", &[JValue::Int(level), JValue::Object(&t), JValue::Object(&m)]);
+            let t = env.new_string(l.target)?;
+            let m = env.new_string(&l.message)?;
+            let class = <&JClass>::from(class.as_obj());
+            let r = env.call_static_method(class, "log", "(ILjava/lang/String;Ljava/lang/String;)V", &[JValue::Int(l.level), JValue::Object(&t), JValue::Object(&m)]);
             if env.exception_check()? {
                 env.exception_clear()?;
             }
@@ -55,7 +119,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for JavaLogLayer {
             r.map(|_| ())
         })();
         if sent.is_err() {
-            eprintln!("fragstate [{target}] {}", msg.0);
+            eprintln!("fragstate [{}] {}", l.target, l.message);
         }
     }
 }
@@ -69,7 +133,17 @@ pub(crate) fn init_logging(env: &mut JNIEnv, level: &str) -> JResult<()> {
     LOGGING.get_or_try_init(|| -> JResult<()> {
         let vm = env.get_java_vm()?;
         let layer = match env.find_class("io/fragstate/flink/jni/NativeLog") {
-            Ok(class) => Some(JavaLogLayer { vm, class: env.new_global_ref(class)? }),
+            Ok(class) => {
+                let class = env.new_global_ref(class)?;
+                let (queue, lines) = LogQueue::new(LOG_QUEUE);
+                let queue = std::sync::Arc::new(queue);
+                let forwarder = queue.clone();
+                std::thread::Builder::new()
+                    .name("fragstate-log".into())
+                    .spawn(move || forward_to_java(vm, class, forwarder, lines))
+                    .map_err(|e| Failure::Core(Error::io("start the native log thread", e)))?;
+                Some(JavaLogLayer { queue })
+            }
             Err(_) => {
                 env.exception_clear()?;
                 None
@@ -88,3 +162,27 @@ pub(crate) fn init_logging(env: &mut JNIEnv, level: &str) -> JResult<()> {
     Ok(())
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(i: usize) -> LogLine {
+        LogLine { level: 2, target: "t", message: format!("event {i}") }
+    }
+
+    #[test]
+    fn a_full_queue_drops_and_counts_instead_of_blocking() {
+        let (queue, lines) = LogQueue::new(4);
+        for i in 0..10 {
+            queue.push(line(i)); // would block forever without a reader if it could block
+        }
+        assert_eq!(queue.take_dropped(), 6);
+        assert_eq!(queue.take_dropped(), 0, "counted once");
+        let got: Vec<String> = lines.try_iter().map(|l| l.message).collect();
+        assert_eq!(got, ["event 0", "event 1", "event 2", "event 3"], "the first ones, in order");
+        drop(lines);
+        queue.push(line(11));
+        assert_eq!(queue.take_dropped(), 1, "no reader: dropped, not blocked");
+    }
+}

@@ -9,14 +9,21 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.nio.file.StandardCopyOption;
 import java.util.Locale;
+import java.util.Properties;
 
 /**
  * Loads {@code libfragstate.so} once per JVM.
  *
- * <p>The plugin jar carries the library at {@value #RESOURCE}; it is copied to a temp file and
- * {@code System.load}ed from there (a library inside a jar cannot be mapped directly). The system
+ * <p>The plugin jar carries the library at {@value #RESOURCE}; it is copied into a new private
+ * temporary directory (mode 0700, so no other user can swap the file between the copy and the
+ * load) and {@code System.load}ed from there (a library inside a jar cannot be mapped directly).
+ *
+ * <p>Once per JVM, not per class loader: the static flags below exist once per copy of this
+ * class, and a second copy of the plugin (in a job's fat jar, or in both {@code lib/} and
+ * {@code plugins/}) would start a second native node in the same process. The first copy to load
+ * records itself in the JVM-wide system property {@value #OWNER_PROPERTY}; any other copy is
+ * refused with an error that says which jar to remove. The system
  * property {@value #PATH_PROPERTY} names a library file to load instead (development: point it at
  * {@code target/release/libfragstate.so}). The Reed–Solomon code is compiled for x86-64 with
  * AVX2, so other platforms and older CPUs get a clear error here instead of a SIGILL later.
@@ -24,6 +31,8 @@ import java.util.Locale;
 public final class NativeLibrary {
 
     public static final String PATH_PROPERTY = "fragstate.native.path";
+    /** JVM-wide record of the class loader whose copy of this class loaded the library. */
+    static final String OWNER_PROPERTY = "fragstate.native.loadedBy";
     static final String RESOURCE = "/native/linux-x86_64/libfragstate.so";
 
     private static final Object LOCK = new Object();
@@ -46,6 +55,7 @@ public final class NativeLibrary {
                         "fragstate: the native library failed to load earlier: " + failure.getMessage());
             }
             try {
+                claimJvm(System.getProperties(), describe(NativeLibrary.class.getClassLoader()));
                 doLoad();
                 loaded = true;
             } catch (Throwable t) {
@@ -75,7 +85,8 @@ public final class NativeLibrary {
         }
         checkPlatform(System.getProperty("os.name"), System.getProperty("os.arch"));
         checkCpu();
-        Path tmp = Files.createTempFile("libfragstate-", ".so");
+        Path dir = Files.createTempDirectory("fragstate-native-"); // 0700 on POSIX file systems
+        Path tmp = dir.resolve("libfragstate.so");
         try (InputStream in = NativeLibrary.class.getResourceAsStream(RESOURCE)) {
             if (in == null) {
                 throw new UnsatisfiedLinkError(
@@ -85,14 +96,38 @@ public final class NativeLibrary {
                                 + " on PATH or set -D"
                                 + PATH_PROPERTY);
             }
-            Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
-        }
-        try {
+            Files.copy(in, tmp); // a new file in a new directory: nothing to replace
             System.load(tmp.toString());
         } finally {
             // The mapping survives the unlink; nothing is left behind in /tmp.
             Files.deleteIfExists(tmp);
+            Files.deleteIfExists(dir);
         }
+    }
+
+    /**
+     * Records {@code owner} as the JVM's one loader of the library in {@code props} (the system
+     * properties), or fails if another copy of the plugin did so first.
+     */
+    static void claimJvm(Properties props, String owner) {
+        Object first = props.putIfAbsent(OWNER_PROPERTY, owner);
+        if (first != null && !first.equals(owner)) {
+            throw new UnsatisfiedLinkError(
+                    "fragstate: the native library is already loaded in this JVM by another copy of"
+                            + " the fragstate plugin ("
+                            + first
+                            + "); this copy ("
+                            + owner
+                            + ") would start a second fragstate node in the same process. Keep only"
+                            + " the jar in Flink's lib/ directory: remove fragstate from the job's"
+                            + " jar and from plugins/.");
+        }
+    }
+
+    private static String describe(ClassLoader loader) {
+        return loader == null
+                ? "the bootstrap class loader"
+                : loader.getClass().getName() + "@" + Integer.toHexString(System.identityHashCode(loader));
     }
 
     /** Fails unless this is Linux on x86-64, the only platform the jar carries a library for. */

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the Rust cdylib (libfragstate.so, crate fragstate-jni) that the plugin jar carries and
-# copies it to $2/native/linux-x86_64/ (a resource directory of the jar). It builds the
-# `fragstate` command (crate fragstate-cli) in the same cargo run: the integration harness and
-# the demo start standalone nodes with target/<profile>/fragstate.
+# copies it to $2/native/linux-x86_64/ (a resource directory of the jar). It also builds the
+# `fragstate` command (crate fragstate-cli): the integration harness and the demo start standalone
+# nodes with target/<profile>/fragstate. Two cargo runs, not one: cargo unifies the features of
+# the packages of one run, and the CLI's `bench` feature (benchmark frames) must not reach the
+# library that runs inside Flink (SECURITY.md).
 # Called by java-bridge/pom.xml in generate-resources with the repository root as working dir.
 # $1 = "true" skips cargo (the .so already built in the cargo target directory is used).
 # $3 = cargo profile (default release; CI passes "ci", which `cargo test --profile ci` built).
@@ -19,8 +21,9 @@ if [ "$skip" != "true" ]; then
     echo "  Or build $lib yourself and pass -Dfragstate.skipCargo=true." >&2
     exit 1
   fi
-  echo "fragstate-flink: cargo build --profile $profile -p fragstate-jni -p fragstate-cli --locked"
-  cargo build --profile "$profile" -p fragstate-jni -p fragstate-cli --locked
+  echo "fragstate-flink: cargo build --profile $profile -p fragstate-jni --locked; then -p fragstate-cli"
+  cargo build --profile "$profile" -p fragstate-jni --locked
+  cargo build --profile "$profile" -p fragstate-cli --locked
 fi
 if [ ! -f "$lib" ]; then
   echo "fragstate-flink: $lib is missing (cargo build --profile $profile -p fragstate-jni produces it)" >&2

@@ -43,7 +43,7 @@ impl Transport for Discard {
     async fn open_fragment(&self, _: &NodeId, _: FragmentHeader) -> Result<Box<dyn FragmentSink>> {
         Ok(Box::new(DiscardSink))
     }
-    async fn get_cell(&self, node: &NodeId, key: &FragmentKey, stripe: u32) -> Result<Bytes> {
+    async fn get_cell(&self, node: &NodeId, key: &FragmentKey, stripe: u32, _len: u32) -> Result<Bytes> {
         Err(Error::CellNotFound { path: key.path.to_string(), index: key.index as usize, stripe, node: node.to_string() })
     }
     async fn put_manifest(&self, _: &NodeId, _: Arc<Manifest>) -> Result<ManifestPut> {

@@ -173,7 +173,7 @@ impl Transport for Mesh {
         Ok(Box::new(MeshSink { node: n, key: header.key() }))
     }
 
-    async fn get_cell(&self, node: &NodeId, key: &FragmentKey, stripe: u32) -> Result<Bytes> {
+    async fn get_cell(&self, node: &NodeId, key: &FragmentKey, stripe: u32, _len: u32) -> Result<Bytes> {
         let n = self.node(node)?;
         n.enter().await?;
         n.store.get_cell(key, stripe)

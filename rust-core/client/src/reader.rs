@@ -63,12 +63,13 @@ impl FragmentSet<'_> {
         let mut served_by = Vec::with_capacity(k);
         let mut good = 0usize;
         let mut inflight = FuturesUnordered::new();
+        let cell_len = info.cell_len(k) as u32;
         let request = |i: usize| {
             let node = self.holders[i].clone();
             let key = self.key(i);
             async move {
                 let _permit = ctx.requests.acquire().await.expect("the request semaphore is never closed");
-                let r = timed(ctx, &node, ctx.transport.get_cell(&node, &key, stripe)).await;
+                let r = timed(ctx, &node, ctx.transport.get_cell(&node, &key, stripe, cell_len)).await;
                 (i, node, r)
             }
         };

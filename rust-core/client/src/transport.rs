@@ -24,7 +24,9 @@ pub trait Transport: Send + Sync + 'static {
     async fn open_fragment(&self, node: &NodeId, header: FragmentHeader) -> Result<Box<dyn FragmentSink>>;
 
     /// One cell of one fragment, as stored (the caller verifies its checksum).
-    async fn get_cell(&self, node: &NodeId, key: &FragmentKey, stripe: u32) -> Result<Bytes>;
+    /// `len` is the cell's length by the manifest: a transport that reads
+    /// the answer from a peer refuses a longer one before reading its body.
+    async fn get_cell(&self, node: &NodeId, key: &FragmentKey, stripe: u32, len: u32) -> Result<Bytes>;
 
     /// Stores (or replaces) the manifest of `manifest.path` on `node`, unless
     /// the node holds a newer copy of the path ([`ManifestPut::KeptNewer`]).

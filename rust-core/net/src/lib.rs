@@ -36,7 +36,7 @@ pub mod wire;
 
 pub use config::{hostname, NetConfig, FRAG_PROTOCOL};
 pub use node::NetNode;
-pub use peer_limit::{MAX_STREAMS, STREAMS_PER_PEER, UPLOADS_PER_PEER};
+pub use peer_limit::{FRAME_BYTES_PER_PEER, MAX_FRAME_BYTES, MAX_STREAMS, STREAMS_PER_PEER, UPLOADS_PER_PEER};
 pub use swarm::{MAX_ESTABLISHED, MAX_ESTABLISHED_PER_PEER, MAX_PENDING_INCOMING};
 pub use services::ServiceConfig;
 pub use wire::{NodeStats, Role};

@@ -20,7 +20,7 @@ use fragstate_store::FragmentStore;
 
 use crate::config::{FRAG_PROTOCOL, NetConfig};
 use crate::membership::hello_task;
-use crate::peer_limit::{PeerLimit, UPLOADS_PER_PEER};
+use crate::peer_limit::{FrameBytes, PeerLimit, UPLOADS_PER_PEER};
 use crate::pool::expect_kind;
 use crate::server::accept_task;
 use crate::state::{lock, Counters, Inner, Tombstones};
@@ -75,6 +75,7 @@ impl NetNode {
             started: Instant::now(),
             shutdown,
             uploads: PeerLimit::new(UPLOADS_PER_PEER),
+            frame_bytes: FrameBytes::new(),
         });
         let node = NetNode { inner: inner.clone(), tasks: Arc::new(Mutex::new(Vec::new())) };
         node.spawn(swarm_task(inner.clone(), swarm, cmd_rx));

@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
 /// Streams one peer may have open on this node at once (of
 /// [`MAX_STREAMS`] in all); a further stream is closed unanswered and the
 /// peer's client retries it on a new one.
@@ -17,6 +19,57 @@ pub const MAX_STREAMS: usize = 1024;
 /// many cells; a further upload is refused with a node error, and the writer
 /// places that fragment on another node.
 pub const UPLOADS_PER_PEER: usize = 64;
+
+/// Bytes of received frames one peer may have in memory on this node at
+/// once (a request being served, a cell being stored). A frame beyond it
+/// waits, before its body is read, until the peer's earlier frames are done
+/// with; its stream stops being read meanwhile, which holds the peer back.
+pub const FRAME_BYTES_PER_PEER: usize = 256 << 20;
+/// Bytes of received frames all peers together may have in memory at once.
+pub const MAX_FRAME_BYTES: usize = 1 << 30;
+
+/// The byte budgets of received frames: one per peer and one for the node.
+pub(crate) struct FrameBytes {
+    node: Arc<Semaphore>,
+    peers: Mutex<HashMap<libp2p::PeerId, Arc<Semaphore>>>,
+}
+
+/// Budget taken by one frame, given back when dropped.
+pub(crate) struct FramePermit {
+    _node: OwnedSemaphorePermit,
+    _peer: OwnedSemaphorePermit,
+}
+
+impl FrameBytes {
+    /// Peers beyond which idle entries are dropped from the map (keeps it
+    /// bounded by the peers holding some budget, however many came and went).
+    const TIDY_ABOVE: usize = 1024;
+
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(FrameBytes { node: Arc::new(Semaphore::new(MAX_FRAME_BYTES)), peers: Mutex::new(HashMap::new()) })
+    }
+
+    /// Waits until `peer` and the node both have `len` bytes left and takes them.
+    pub(crate) async fn acquire(&self, peer: &libp2p::PeerId, len: u32) -> FramePermit {
+        let sem = {
+            let mut peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+            if peers.len() > Self::TIDY_ABOVE {
+                peers.retain(|_, s| Arc::strong_count(s) > 1 || s.available_permits() < FRAME_BYTES_PER_PEER);
+            }
+            peers.entry(*peer).or_insert_with(|| Arc::new(Semaphore::new(FRAME_BYTES_PER_PEER))).clone()
+        };
+        // A frame never exceeds either budget (frames are at most 64 MiB + 16 B).
+        let len = len.min(FRAME_BYTES_PER_PEER as u32);
+        let peer = sem.acquire_many_owned(len).await.expect("frame budgets are never closed");
+        let node = self.node.clone().acquire_many_owned(len).await.expect("frame budgets are never closed");
+        FramePermit { _node: node, _peer: peer }
+    }
+
+    #[cfg(test)]
+    fn peers(&self) -> usize {
+        self.peers.lock().unwrap().len()
+    }
+}
 
 /// Counts what each peer holds of one resource; a peer's entry goes when
 /// its count drops to 0, so the map is bounded by the peers holding some.
@@ -72,6 +125,33 @@ impl<K: Hash + Eq + Clone> Drop for PeerPermit<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn a_peer_over_its_frame_bytes_waits_and_others_do_not() {
+        let budget = FrameBytes::new();
+        let (a, b) = (libp2p::PeerId::random(), libp2p::PeerId::random());
+        let held = budget.acquire(&a, (FRAME_BYTES_PER_PEER - 10) as u32).await;
+        // a has 10 bytes left: a frame of 11 waits ...
+        let waiting = tokio::time::timeout(Duration::from_millis(50), budget.acquire(&a, 11)).await;
+        assert!(waiting.is_err(), "a frame beyond the peer's budget was let through");
+        // ... while b is served.
+        let _b = tokio::time::timeout(Duration::from_millis(50), budget.acquire(&b, 1 << 20)).await.expect("b waits for a");
+        drop(held);
+        tokio::time::timeout(Duration::from_millis(50), budget.acquire(&a, 11)).await.expect("a's budget came back");
+    }
+
+    #[tokio::test]
+    async fn the_map_keeps_only_peers_that_hold_budget() {
+        let budget = FrameBytes::new();
+        let keep = libp2p::PeerId::random();
+        let _held = budget.acquire(&keep, 1).await;
+        for _ in 0..2 * FrameBytes::TIDY_ABOVE {
+            drop(budget.acquire(&libp2p::PeerId::random(), 100).await);
+        }
+        assert!(budget.peers() <= FrameBytes::TIDY_ABOVE + 1, "{} peers kept", budget.peers());
+        assert!(budget.peers.lock().unwrap().contains_key(&keep), "a peer holding budget stays");
+    }
 
     #[test]
     fn each_peer_gets_its_share_and_no_more() {

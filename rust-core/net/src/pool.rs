@@ -102,14 +102,14 @@ impl Inner {
     /// stream while [`Self::retryable`] says so. Returns the response with
     /// its stream, which the caller puts back or keeps (an upload goes on
     /// on it). The one retry loop of the client side.
-    pub(crate) async fn exchange(&self, node: &NodeId, kind: Kind, body: &[u8], extra: &[u8]) -> Result<(Frame, PeerId, Stream)> {
+    pub(crate) async fn exchange(&self, node: &NodeId, kind: Kind, body: &[u8], extra: &[u8], expect: Expect) -> Result<(Frame, PeerId, Stream)> {
         let peer = self.peer_of(node)?;
         let mut attempt = 0;
         loop {
             let (mut s, reused) = self.take_stream(peer).await?;
             let sent = self.timed(node, wire::write_frame(&mut s, kind, body, extra)).await;
             let r = match sent {
-                Ok(()) => self.response(node, &mut s, Expect::response(kind)).await,
+                Ok(()) => self.response(node, &mut s, expect).await,
                 Err(e) => Err(node_fault(node, e)),
             };
             match r {
@@ -134,7 +134,15 @@ impl Inner {
 
     /// [`Self::exchange`] for a request whose stream is free again after the response.
     pub(crate) async fn request(&self, node: &NodeId, kind: Kind, body: &[u8], extra: &[u8]) -> Result<Frame> {
-        let (f, peer, s) = self.exchange(node, kind, body, extra).await?;
+        let (f, peer, s) = self.exchange(node, kind, body, extra, Expect::response(kind)).await?;
+        self.put_back(peer, s);
+        Ok(f)
+    }
+
+    /// [`Self::request`] with the answer bounded tighter than its kind's
+    /// limit (a cell of the length the manifest says).
+    pub(crate) async fn request_expecting(&self, node: &NodeId, kind: Kind, body: &[u8], expect: Expect) -> Result<Frame> {
+        let (f, peer, s) = self.exchange(node, kind, body, &[], expect).await?;
         self.put_back(peer, s);
         Ok(f)
     }

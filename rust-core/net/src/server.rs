@@ -14,7 +14,7 @@ use fragstate_core::format::{self, CellFrame, FragmentHeader};
 use fragstate_core::ids::{FragmentKey, NodeId};
 
 use crate::membership::violation_or_log;
-use crate::peer_limit::{PeerLimit, MAX_STREAMS, STREAMS_PER_PEER};
+use crate::peer_limit::{FramePermit, PeerLimit, MAX_STREAMS, STREAMS_PER_PEER};
 use crate::state::{blocking, Inner};
 use crate::wire::{self, Expect, Frame, GetCellReq, Kind, ListReq, WireDelete, WireDeleteStats, WireError};
 
@@ -55,13 +55,38 @@ pub(crate) async fn accept_task(inner: Arc<Inner>, mut incoming: libp2p_stream::
 /// How long a server waits for the next request on an idle pooled stream.
 pub(crate) const IDLE_STREAM: Duration = Duration::from_secs(60);
 
+/// What came next on a stream.
+enum Next {
+    /// A frame, and its bytes taken from the sender's budget until it is dropped.
+    Frame(Frame, FramePermit),
+    /// The peer closed the stream between frames.
+    End,
+    /// No frame started within the wait.
+    Idle,
+}
+
+/// Reads the next frame from `peer`: its header within `wait`, then its
+/// body's bytes from the peer's and the node's frame budgets
+/// ([`FRAME_BYTES_PER_PEER`](crate::FRAME_BYTES_PER_PEER)), then the body, both within the request
+/// timeout. The header is checked against `expect` before anything else.
+async fn next_frame(inner: &Inner, peer: PeerId, node: &NodeId, s: &mut Stream, expect: Expect, wait: Duration) -> Result<Next> {
+    let head = match tokio::time::timeout(wait, wire::read_frame_header(s, expect)).await {
+        Err(_) => return Ok(Next::Idle),
+        Ok(head) => head?,
+    };
+    let Some((kind, len)) = head else { return Ok(Next::End) };
+    let permit = inner.timed(node, async { Ok(inner.frame_bytes.acquire(&peer, len).await) }).await?;
+    let frame = inner.timed(node, wire::read_frame_body(s, kind, len)).await?;
+    Ok(Next::Frame(frame, permit))
+}
+
 pub(crate) async fn serve_stream(inner: &Arc<Inner>, peer: PeerId, mut s: Stream) {
     let node = NodeId::from(peer.to_base58());
     loop {
-        let frame = match tokio::time::timeout(IDLE_STREAM, wire::read_frame(&mut s, Expect::Request)).await {
-            Err(_) | Ok(Ok(None)) => break,
-            Ok(Ok(Some(f))) => f,
-            Ok(Err(e)) => {
+        let (frame, _budget) = match next_frame(inner, peer, &node, &mut s, Expect::Request, IDLE_STREAM).await {
+            Ok(Next::Frame(f, budget)) => (f, budget),
+            Ok(Next::End | Next::Idle) => break,
+            Err(e) => {
                 violation_or_log(inner, peer, &e);
                 break;
             }
@@ -116,7 +141,7 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeI
             let ok = opened.is_ok();
             reply(inner, node, s, opened, |_| (Kind::Ok, vec![])).await?;
             if ok {
-                receive_fragment(inner, node, s, header).await?;
+                receive_fragment(inner, peer, node, s, header).await?;
             }
             Ok(())
         }
@@ -175,17 +200,16 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeI
 
 /// Receives the cells of one fragment until `Finish`; answers `Ok` once the
 /// fragment is durable, or the first error of the upload.
-pub(crate) async fn receive_fragment(inner: &Arc<Inner>, writer: &NodeId, s: &mut Stream, header: FragmentHeader) -> Result<()> {
+pub(crate) async fn receive_fragment(inner: &Arc<Inner>, peer: PeerId, writer: &NodeId, s: &mut Stream, header: FragmentHeader) -> Result<()> {
     let key = header.key();
     let cell_size = header.params.cell_size() as u32;
     let store = inner.store()?.clone();
     let mut failed: Option<Error> = None;
     loop {
-        let f = match tokio::time::timeout(inner.cfg.request_timeout, wire::read_frame(s, Expect::Upload { cell_size })).await {
-            Ok(Ok(Some(f))) => f,
-            Ok(Ok(None)) => return Err(Error::NodeUnavailable { node: writer.clone(), reason: "upload stream closed before Finish (writer gone)".into() }),
-            Ok(Err(e)) => return Err(e),
-            Err(_) => return Err(Error::Timeout { node: writer.clone(), millis: inner.cfg.request_timeout.as_millis() as u64 }),
+        let (f, _budget) = match next_frame(inner, peer, writer, s, Expect::Upload { cell_size }, inner.cfg.request_timeout).await? {
+            Next::Frame(f, budget) => (f, budget),
+            Next::End => return Err(Error::NodeUnavailable { node: writer.clone(), reason: "upload stream closed before Finish (writer gone)".into() }),
+            Next::Idle => return Err(Error::Timeout { node: writer.clone(), millis: inner.cfg.request_timeout.as_millis() as u64 }),
         };
         match f.kind {
             Kind::Cell => {

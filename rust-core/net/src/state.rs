@@ -16,7 +16,7 @@ use libp2p::{Multiaddr, PeerId, Stream};
 use tokio::sync::{mpsc, watch, Notify};
 
 use crate::config::NetConfig;
-use crate::peer_limit::PeerLimit;
+use crate::peer_limit::{FrameBytes, PeerLimit};
 use crate::tombstone_log::TombstoneLog;
 use crate::tombstone_set::TombstoneSet;
 use crate::wire::{Hello, NodeStats};
@@ -63,6 +63,8 @@ pub(crate) struct Inner {
     pub(crate) shutdown: watch::Sender<bool>,
     /// Fragment uploads in progress, per writing peer ([`UPLOADS_PER_PEER`]).
     pub(crate) uploads: Arc<PeerLimit<PeerId>>,
+    /// Bytes of received frames in memory, per peer and in all.
+    pub(crate) frame_bytes: Arc<FrameBytes>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -86,21 +86,22 @@ impl Transport for NetNode {
         if !inner.is_live_storage(&inner.peer_of(node)?) {
             return Err(node_fault(node, "not a live storage node"));
         }
-        let (f, peer, s) = inner.exchange(node, Kind::OpenFragment, &format::encode_fragment_header(&header), &[]).await?;
+        let (f, peer, s) = inner.exchange(node, Kind::OpenFragment, &format::encode_fragment_header(&header), &[], Expect::response(Kind::OpenFragment)).await?;
         expect_kind(node, &f, Kind::Ok)?;
         Ok(Box::new(NetSink { inner: inner.clone(), node: node.clone(), peer, stream: Some(s) }))
     }
 
-    async fn get_cell(&self, node: &NodeId, key: &FragmentKey, stripe: u32) -> Result<Bytes> {
+    async fn get_cell(&self, node: &NodeId, key: &FragmentKey, stripe: u32, len: u32) -> Result<Bytes> {
         let inner = &self.inner;
         if node == &inner.id {
             let store = inner.store()?;
             return blocking(|| store.get_cell(key, stripe));
         }
         let req = GetCellReq { path: key.path.to_string(), write_id: key.write_id, index: key.index, stripe };
-        let f = inner.request(node, Kind::GetCell, &wire::encode(&req), &[]).await?;
+        let expect = Expect::Response { to: Kind::GetCell, max_cell: Some(len) };
+        let f = inner.request_expecting(node, Kind::GetCell, &wire::encode(&req), expect).await?;
         expect_kind(node, &f, Kind::CellData)?;
-        let (frame, cell) = wire::split_cell("cell data", f.body, fragstate_core::params::MAX_CELL_SIZE).map_err(|e| node_fault(node, e))?;
+        let (frame, cell) = wire::split_cell("cell data", f.body, len).map_err(|e| node_fault(node, e))?;
         if frame.stripe != stripe {
             return Err(node_fault(node, format!("asked for stripe {stripe}, got stripe {}", frame.stripe)));
         }

@@ -137,11 +137,10 @@ impl Expect {
     fn accepts(self, kind: Kind) -> bool {
         use Kind::*;
         match self {
-            Expect::Request => match kind {
-                Hello | OpenFragment | GetCell | PutManifest | GetManifest | List | Delete | Stat | ReportCorrupt => true,
-                BenchSink | BenchSource => cfg!(feature = "bench"),
-                _ => false,
-            },
+            Expect::Request => {
+                matches!(kind, Hello | OpenFragment | GetCell | PutManifest | GetManifest | List | Delete | Stat | ReportCorrupt)
+                    || (matches!(kind, BenchSink | BenchSource) && cfg!(feature = "bench"))
+            }
             Expect::Upload { .. } => matches!(kind, Cell | Finish),
             Expect::Response { to, .. } => kind == Err || to.answers().contains(&kind),
         }
@@ -196,6 +195,15 @@ pub fn is_protocol_violation(e: &Error) -> bool {
 /// stream before a frame started. The kind and the length are checked from
 /// the header, before any byte of the body is read or allocated.
 pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, expect: Expect) -> Result<Option<Frame>> {
+    match read_frame_header(r, expect).await? {
+        None => Ok(None),
+        Some((kind, len)) => read_frame_body(r, kind, len).await.map(Some),
+    }
+}
+
+/// The first half of [`read_frame`]: the header, checked. A server takes
+/// the body's bytes from the sender's budget between the two halves.
+pub async fn read_frame_header<R: AsyncRead + Unpin>(r: &mut R, expect: Expect) -> Result<Option<(Kind, u32)>> {
     let mut head = [0u8; FRAME_HEADER_LEN];
     // Distinguish a clean close (no byte of a new frame) from a torn one.
     let n = r.read(&mut head).await.map_err(|e| Error::io("read frame header", e))?;
@@ -214,9 +222,14 @@ pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, expect: Expect) -> Resu
     if len > limit {
         return Err(Error::protocol("frame", format!("{kind:?} frame of {len} bytes exceeds the limit of {limit} bytes")));
     }
+    Ok(Some((kind, len)))
+}
+
+/// The second half of [`read_frame`]: the body of a checked header.
+pub async fn read_frame_body<R: AsyncRead + Unpin>(r: &mut R, kind: Kind, len: u32) -> Result<Frame> {
     let mut body = BytesMut::zeroed(len as usize);
     r.read_exact(&mut body).await.map_err(|e| Error::io(format!("read {kind:?} frame body of {len} bytes"), e))?;
-    Ok(Some(Frame { kind, body: body.freeze() }))
+    Ok(Frame { kind, body: body.freeze() })
 }
 
 /// Writes one frame (header and body; `extra` is appended to `body`, so a

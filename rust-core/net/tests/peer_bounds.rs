@@ -1,5 +1,7 @@
 //! Per-peer bounds of a storage node, over real libp2p on loopback: one
-//! writer cannot hold more than its share of a node's uploads.
+//! writer cannot hold more than its share of a node's uploads, a peer that
+//! stops reading loses its stream at the write timeout, and half-open
+//! connections beyond the pending limit are closed at once.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,15 +24,24 @@ fn header(i: u128) -> FragmentHeader {
     }
 }
 
+/// A storage node over `store` with this request timeout, and a client node joined to it.
+async fn storage_and_client(store: FragmentStore, request_timeout: Option<Duration>) -> (NetNode, NetNode) {
+    let mut storage = NetConfig::new(Keypair::generate_ed25519(), Role::Storage, None);
+    storage.store = Some(Arc::new(store));
+    if let Some(t) = request_timeout {
+        storage.request_timeout = t;
+    }
+    let storage = NetNode::start(storage).await.unwrap();
+    let mut client = NetConfig::new(Keypair::generate_ed25519(), Role::Client, None);
+    client.bootstrap = storage.listen_addrs();
+    let client = NetNode::start(client).await.unwrap();
+    client.wait_for_storage_nodes(1, Duration::from_secs(20)).await.unwrap();
+    (storage, client)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_writer_gets_at_most_its_share_of_a_nodes_uploads() {
-    let mut storage = NetConfig::new(Keypair::generate_ed25519(), Role::Storage, None);
-    storage.store = Some(Arc::new(FragmentStore::in_memory("storage", u64::MAX)));
-    let storage = NetNode::start(storage).await.unwrap();
-    let mut writer = NetConfig::new(Keypair::generate_ed25519(), Role::Client, None);
-    writer.bootstrap = storage.listen_addrs();
-    let writer = NetNode::start(writer).await.unwrap();
-    writer.wait_for_storage_nodes(1, Duration::from_secs(20)).await.unwrap();
+    let (storage, writer) = storage_and_client(FragmentStore::in_memory("storage", u64::MAX), None).await;
 
     let target = storage.id().clone();
     let mut open = Vec::new();
@@ -70,20 +81,13 @@ async fn a_peer_that_stops_reading_loses_its_stream_at_the_write_timeout() {
 
     const CELL: usize = 8 << 20; // far beyond a stream's flow-control window
     let timeout = Duration::from_secs(2);
-    let store = Arc::new(FragmentStore::in_memory("storage", u64::MAX));
+    let store = FragmentStore::in_memory("storage", u64::MAX);
     let big = FragmentHeader { params: CodingParams::new(1, 0, CELL as u64, Compression::None).unwrap(), ..header(1) };
     store.begin_fragment(&big).unwrap();
     let cell = bytes::Bytes::from(vec![7u8; CELL]);
     store.append_cell(&big.key(), 0, format::cell_checksum(&cell), cell).unwrap();
     store.finish_fragment(&big.key()).unwrap();
-    let mut storage = NetConfig::new(Keypair::generate_ed25519(), Role::Storage, None);
-    storage.store = Some(store);
-    storage.request_timeout = timeout;
-    let storage = NetNode::start(storage).await.unwrap();
-    let mut reader = NetConfig::new(Keypair::generate_ed25519(), Role::Client, None);
-    reader.bootstrap = storage.listen_addrs();
-    let reader = NetNode::start(reader).await.unwrap();
-    reader.wait_for_storage_nodes(1, Duration::from_secs(20)).await.unwrap();
+    let (storage, reader) = storage_and_client(store, Some(timeout)).await;
     let target = storage.id().clone();
     let peer: libp2p::PeerId = target.as_str().parse().unwrap();
 
@@ -126,13 +130,7 @@ async fn half_open_connections_beyond_the_pending_limit_are_closed_at_once() {
     use tokio::io::AsyncReadExt;
 
     const DIALS: usize = 300;
-    let mut storage = NetConfig::new(Keypair::generate_ed25519(), Role::Storage, None);
-    storage.store = Some(Arc::new(FragmentStore::in_memory("storage", u64::MAX)));
-    let storage = NetNode::start(storage).await.unwrap();
-    let mut reader = NetConfig::new(Keypair::generate_ed25519(), Role::Client, None);
-    reader.bootstrap = storage.listen_addrs();
-    let reader = NetNode::start(reader).await.unwrap();
-    reader.wait_for_storage_nodes(1, Duration::from_secs(20)).await.unwrap();
+    let (storage, reader) = storage_and_client(FragmentStore::in_memory("storage", u64::MAX), None).await;
     let port = storage
         .listen_addrs()
         .iter()

@@ -49,6 +49,21 @@ fn fill(store: &FragmentStore, path: &str, cells: u32) -> FragmentKey {
     h.key()
 }
 
+/// The manifest of an empty object of write 42 at `path`.
+fn empty_manifest(path: &str) -> Manifest {
+    Manifest {
+        path: path.into(),
+        write_id: 42,
+        revision: 0,
+        length: 0,
+        params: CodingParams::new(2, 1, 4096, Compression::None).unwrap(),
+        holders: vec!["a".into(), "b".into(), "c".into()],
+        stripes: vec![],
+        created_unix_ms: 1,
+        writer: "t".into(),
+    }
+}
+
 #[test]
 fn budget_refuses_with_numbers() {
     let store = FragmentStore::in_memory("n0", 250);
@@ -81,23 +96,12 @@ fn disk_store_survives_reopen_and_cuts_torn_tails() {
     let key = {
         let store = FragmentStore::open_dir("n0", dir.path(), u64::MAX, true).unwrap();
         let key = fill(&store, "fragstate://c/j/chk-1/a", 3);
-        let m = Manifest {
-            path: "fragstate://c/j/chk-1/a".into(),
-            write_id: 42,
-            revision: 0,
-            length: 0,
-            params: CodingParams::new(2, 1, 4096, Compression::None).unwrap(),
-            holders: vec!["a".into(), "b".into(), "c".into()],
-            stripes: vec![],
-            created_unix_ms: 1,
-            writer: "t".into(),
-        };
-        store.put_manifest(Arc::new(m)).unwrap();
+        store.put_manifest(Arc::new(empty_manifest("fragstate://c/j/chk-1/a"))).unwrap();
         key
     };
     // Simulate a crash in the middle of appending a fourth cell.
     let file = fs::read_dir(dir.path().join("fragments")).unwrap().next().unwrap().unwrap().path();
-    let mut f = OpenOptions::new().append(true).open(&file).unwrap();
+    let mut f = fs::OpenOptions::new().append(true).open(&file).unwrap();
     std::io::Write::write_all(&mut f, &CellFrame { stripe: 3, len: 100, checksum: 0 }.encode()).unwrap();
     std::io::Write::write_all(&mut f, &[1u8; 40]).unwrap();
     drop(f);
@@ -149,18 +153,7 @@ fn a_new_disk_store_is_readable_by_its_owner_only() {
         .and_then(|lock| FragmentStore::open_claimed("n0", lock, u64::MAX, false))
         .unwrap();
     fill(&store, "fragstate://c/j/chk-1/a", 2);
-    let m = Manifest {
-        path: "fragstate://c/j/chk-1/a".into(),
-        write_id: 42,
-        revision: 0,
-        length: 0,
-        params: CodingParams::new(2, 1, 4096, Compression::None).unwrap(),
-        holders: vec!["a".into(), "b".into(), "c".into()],
-        stripes: vec![],
-        created_unix_ms: 1,
-        writer: "t".into(),
-    };
-    store.put_manifest(Arc::new(m)).unwrap();
+    store.put_manifest(Arc::new(empty_manifest("fragstate://c/j/chk-1/a"))).unwrap();
     let mut seen = Vec::new();
     let mut todo = vec![parent.path().join("stores")];
     while let Some(p) = todo.pop() {

@@ -42,6 +42,19 @@ class SoakVerdictTest {
     }
 
     @Test
+    void fragmentFilesFillingTheirCacheAreJudgedByTheirBoundNotAsGrowth() {
+        List<NodeSampler.NodeSample> samples = new ArrayList<>();
+        for (int minute = 0; minute < 61; minute++) {
+            long fragmentFds = minute < 50 ? 5 : 100; // the LRU of fragment files fills up
+            samples.add(new NodeSampler.NodeSample(minute, "node-1", 9, GIB, 25 + fragmentFds, fragmentFds, 1024,
+                    -1, -1, -1, -1, -1, -1));
+        }
+        SoakVerdict v = verdict(samples);
+        assertThat(v.passed()).as("%s", v.windows).isTrue();
+        assertThat(v.windows).extracting(SoakVerdict.Window::series).contains("other_fds").doesNotContain("fds");
+    }
+
+    @Test
     void aProcessThatGrowsFailsAndIsNamed() {
         List<NodeSampler.NodeSample> samples = new ArrayList<>();
         sample(samples, "jm", 7, 0, 61, GIB);

@@ -18,7 +18,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -42,8 +41,7 @@ class ClusterModePlacementTest {
     }
 
     private Configuration aloneInCluster(String storageWait) throws IOException {
-        Path key = dir.resolve("cluster.key");
-        Files.writeString(key, "/key/swarm/psk/1.0.0/\n/base16/\n" + "5a".repeat(32) + "\n");
+        Path key = ClusterKeys.write(dir);
         Configuration c = new Configuration();
         c.setString("fragstate.mode", "cluster");
         c.setString("fragstate.cluster-key-file", key.toString());

@@ -3,6 +3,7 @@
  */
 package io.fragstate.flink.node;
 
+import io.fragstate.flink.ClusterKeys;
 import io.fragstate.flink.config.FragstateSettings;
 
 import org.apache.flink.configuration.Configuration;
@@ -19,7 +20,6 @@ import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.nio.file.Files;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
@@ -123,8 +123,7 @@ class FragstateMetricsTest {
      */
     @Test
     void everyCounterExistsInClusterMode(@TempDir java.nio.file.Path dir) throws Exception {
-        java.nio.file.Path key = dir.resolve("cluster.key");
-        Files.writeString(key, "/key/swarm/psk/1.0.0/\n/base16/\n" + "5a".repeat(32) + "\n");
+        java.nio.file.Path key = ClusterKeys.write(dir);
         Configuration c = new Configuration();
         c.setString("fragstate.mode", "cluster");
         c.setString("fragstate.cluster-key-file", key.toString());

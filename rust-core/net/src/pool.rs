@@ -75,6 +75,12 @@ impl Inner {
         }
     }
 
+    /// Writes one frame to `node` within the request timeout (both sides: a
+    /// peer that stops reading loses the stream instead of holding it).
+    pub(crate) async fn send(&self, node: &NodeId, s: &mut Stream, kind: Kind, body: &[u8], extra: &[u8]) -> Result<()> {
+        self.timed(node, wire::write_frame(s, kind, body, extra)).await
+    }
+
     /// Reads the response to a request: an `Err` frame becomes the error it carries.
     pub(crate) async fn response(&self, node: &NodeId, s: &mut Stream, expect: Expect) -> Result<Frame> {
         let f = self
@@ -107,7 +113,7 @@ impl Inner {
         let mut attempt = 0;
         loop {
             let (mut s, reused) = self.take_stream(peer).await?;
-            let sent = self.timed(node, wire::write_frame(&mut s, kind, body, extra)).await;
+            let sent = self.send(node, &mut s, kind, body, extra).await;
             let r = match sent {
                 Ok(()) => self.response(node, &mut s, expect).await,
                 Err(e) => Err(node_fault(node, e)),

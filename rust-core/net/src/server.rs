@@ -100,22 +100,15 @@ pub(crate) async fn serve_stream(inner: &Arc<Inner>, peer: PeerId, mut s: Stream
     let _ = tokio::time::timeout(inner.cfg.request_timeout, s.close()).await;
 }
 
-/// Writes one frame to the peer `node`, within the request timeout: a peer
-/// that stops reading (its stream's flow-control window full) loses the
-/// stream instead of holding it, and its slot among the streams, forever.
-async fn send(inner: &Inner, node: &NodeId, s: &mut Stream, kind: Kind, body: &[u8], extra: &[u8]) -> Result<()> {
-    inner.timed(node, wire::write_frame(s, kind, body, extra)).await
-}
-
 async fn reply_err(inner: &Inner, node: &NodeId, s: &mut Stream, e: &Error) -> Result<()> {
-    send(inner, node, s, Kind::Err, &wire::encode(&WireError::from_error(e)), &[]).await
+    inner.send(node, s, Kind::Err, &wire::encode(&WireError::from_error(e)), &[]).await
 }
 
 async fn reply<T>(inner: &Inner, node: &NodeId, s: &mut Stream, r: Result<T>, ok: impl FnOnce(T) -> (Kind, Vec<u8>)) -> Result<()> {
     match r {
         Ok(v) => {
             let (k, b) = ok(v);
-            send(inner, node, s, k, &b, &[]).await
+            inner.send(node, s, k, &b, &[]).await
         }
         Err(e) => reply_err(inner, node, s, &e).await,
     }
@@ -128,7 +121,7 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeI
         Kind::Hello => {
             let h = wire::decode_hello(&f.body)?;
             inner.record_hello(peer, h);
-            send(inner, node, s, Kind::HelloReply, &wire::encode(&inner.my_hello(false)), &[]).await
+            inner.send(node, s, Kind::HelloReply, &wire::encode(&inner.my_hello(false)), &[]).await
         }
         Kind::OpenFragment => {
             let header = format::decode_fragment_header(&f.body).map_err(|e| Error::protocol("frame body (fragment header)", e.to_string()))?;
@@ -152,7 +145,7 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeI
             match got {
                 Ok(cell) => {
                     let head = CellFrame { stripe: r.stripe, len: cell.len() as u32, checksum: 0 }.encode();
-                    send(inner, node, s, Kind::CellData, &head, &cell).await
+                    inner.send(node, s, Kind::CellData, &head, &cell).await
                 }
                 Err(e) => reply_err(inner, node, s, &e).await,
             }
@@ -165,8 +158,8 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeI
         Kind::GetManifest => {
             let path = std::str::from_utf8(&f.body).map_err(|_| Error::protocol("frame body (path)", "not UTF-8"))?;
             match inner.store().map(|st| st.get_manifest(path)) {
-                Ok(Some(m)) => send(inner, node, s, Kind::ManifestData, &format::encode_manifest(&m), &[]).await,
-                Ok(None) => send(inner, node, s, Kind::NoManifest, &[], &[]).await,
+                Ok(Some(m)) => inner.send(node, s, Kind::ManifestData, &format::encode_manifest(&m), &[]).await,
+                Ok(None) => inner.send(node, s, Kind::NoManifest, &[], &[]).await,
                 Err(e) => reply_err(inner, node, s, &e).await,
             }
         }
@@ -189,9 +182,9 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeI
             if inner.cfg.store.is_some() {
                 inner.scrub.report(key, r.stripe);
             }
-            send(inner, node, s, Kind::Ok, &[], &[]).await
+            inner.send(node, s, Kind::Ok, &[], &[]).await
         }
-        Kind::Stat => send(inner, node, s, Kind::Stats, &wire::encode(&inner.stats()), &[]).await,
+        Kind::Stat => inner.send(node, s, Kind::Stats, &wire::encode(&inner.stats()), &[]).await,
         #[cfg(feature = "bench")]
         Kind::BenchSink | Kind::BenchSource if inner.cfg.serve_bench_frames => serve_bench(inner, node, s, f).await,
         other => Err(Error::protocol("frame", format!("{other:?} frame where a request was expected"))),
@@ -228,7 +221,7 @@ pub(crate) async fn receive_fragment(inner: &Arc<Inner>, peer: PeerId, writer: &
                 };
                 return reply(inner, writer, s, r, |_| (Kind::Ok, vec![])).await;
             }
-            other => return Err(Error::protocol("frame", format!("{other:?} frame inside a fragment upload"))),
+            _ => unreachable!("Expect::Upload admits Cell and Finish frames only"),
         }
     }
 }
@@ -241,7 +234,7 @@ async fn serve_bench(inner: &Inner, node: &NodeId, s: &mut Stream, f: Frame) -> 
     match f.kind {
         Kind::BenchSink => {
             // Benchmark: the body was the payload; acknowledge it.
-            send(inner, node, s, Kind::Ok, &[], &[]).await
+            inner.send(node, s, Kind::Ok, &[], &[]).await
         }
         Kind::BenchSource => {
             let n: u64 = wire::decode("bench source", &f.body)?;
@@ -249,10 +242,10 @@ async fn serve_bench(inner: &Inner, node: &NodeId, s: &mut Stream, f: Frame) -> 
             let mut left = n;
             while left > 0 {
                 let take = left.min(chunk.len() as u64) as usize;
-                send(inner, node, s, Kind::CellData, &chunk[..take], &[]).await?;
+                inner.send(node, s, Kind::CellData, &chunk[..take], &[]).await?;
                 left -= take as u64;
             }
-            send(inner, node, s, Kind::Ok, &[], &[]).await
+            inner.send(node, s, Kind::Ok, &[], &[]).await
         }
         _ => unreachable!("serve_bench takes bench frames only"),
     }

@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 
 use fragstate_core::error::{Error, Result};
 
+use fragstate_store::{create_private, private_file};
+
 use crate::tombstone_set::TombstoneSet;
-use fragstate_store::private_file;
 use crate::wire::{self, Tombstone};
 
 const MAGIC: &[u8; 8] = b"FSTOMB01";
@@ -161,7 +162,7 @@ impl TombstoneLog {
         let mut records = 0;
         let mut bytes = MAGIC.len() as u64;
         let mut write = || -> io::Result<()> {
-            let mut f = io::BufWriter::with_capacity(64 << 10, private_file().write(true).create(true).truncate(true).open(&tmp)?);
+            let mut f = io::BufWriter::with_capacity(64 << 10, create_private(&tmp)?);
             f.write_all(MAGIC)?;
             for t in set.all() {
                 let r = record(&t);

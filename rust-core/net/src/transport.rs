@@ -50,7 +50,7 @@ impl FragmentSink for NetSink {
     async fn put_cell(&mut self, stripe: u32, checksum: u64, cell: Bytes) -> Result<()> {
         let s = self.stream.as_mut().ok_or_else(|| node_fault(&self.node, "upload stream already failed"))?;
         let head = CellFrame { stripe, len: cell.len() as u32, checksum }.encode();
-        let r = self.inner.timed(&self.node, wire::write_frame(s, Kind::Cell, &head, &cell)).await;
+        let r = self.inner.send(&self.node, s, Kind::Cell, &head, &cell).await;
         r.map_err(|e| {
             self.stream = None;
             if matches!(e, Error::Io { .. }) { node_fault(&self.node, e) } else { e }
@@ -60,7 +60,7 @@ impl FragmentSink for NetSink {
     async fn finish(&mut self) -> Result<()> {
         let mut s = self.stream.take().ok_or_else(|| node_fault(&self.node, "upload stream already failed"))?;
         self.inner
-            .timed(&self.node, wire::write_frame(&mut s, Kind::Finish, &[], &[]))
+            .send(&self.node, &mut s, Kind::Finish, &[], &[])
             .await
             .map_err(|e| node_fault(&self.node, e))?;
         let f = self.inner.response(&self.node, &mut s, Expect::response(Kind::Finish)).await?;

@@ -78,6 +78,11 @@ pub fn private_file() -> OpenOptions {
     o
 }
 
+/// `File::create` for a file readable and writable by the owner only.
+pub fn create_private(path: &Path) -> std::io::Result<File> {
+    private_file().write(true).create(true).truncate(true).open(path)
+}
+
 pub(crate) fn fsync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())

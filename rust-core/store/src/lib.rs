@@ -40,7 +40,7 @@ mod space;
 #[cfg(test)]
 mod tests;
 
-pub use dir::{claim_slot, create_private_dir, private_file, DirLock};
+pub use dir::{claim_slot, create_private, create_private_dir, private_file, DirLock};
 pub use file::{scan_fragment_file, ScannedFragment};
 pub use handles::DEFAULT_MAX_OPEN_FILES;
 use dir::{fsync_dir, read_dir};
@@ -413,7 +413,7 @@ impl FragmentStore {
             let dst = dir.join(&name);
             let bytes = format::encode_manifest(&m);
             let write = || -> std::io::Result<()> {
-                let f = private_file().write(true).create(true).truncate(true).open(&tmp)?;
+                let f = create_private(&tmp)?;
                 f.write_all_at(&bytes, 0)?;
                 if *fsync {
                     f.sync_all()?;

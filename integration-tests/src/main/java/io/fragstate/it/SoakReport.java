@@ -101,7 +101,7 @@ final class SoakReport {
             md.append('\n');
         });
         if (!v.windows.isEmpty()) {
-            md.append("\n## Growth: mean of the last 10 minutes vs minutes 10-20\n\n"
+            md.append("\n## Growth: last 10 minutes vs minutes 10-20 (mean of the samples; counted heap: lowest sample)\n\n"
                     + "| node | series | minutes 10-20 | last 10 | allowed | result |\n| --- | --- | --- | --- | --- | --- |\n");
             v.windows.forEach(w -> md.append(String.format(Locale.ROOT, "| %s | %s | %.0f | %.0f | %.0f | %s |%n",
                     w.node(), w.series(), w.baseline(), w.last(), w.allowed(), w.passed() ? "pass" : "**FAIL**")));

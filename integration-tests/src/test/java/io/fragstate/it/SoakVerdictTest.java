@@ -65,4 +65,31 @@ class SoakVerdictTest {
         assertThat(v.windows).filteredOn(w -> !w.passed()).extracting(SoakVerdict.Window::node)
                 .containsExactlyInAnyOrder("jm (pid 7)", "all nodes");
     }
+
+    /** Counted heap of {@code node}'s process over [from, to): {@code low}, or {@code burst} every {@code every} minutes. */
+    private static void heap(List<NodeSampler.NodeSample> out, String node, int from, int to, long low, long burst,
+            int every) {
+        for (int minute = from; minute < to; minute++) {
+            long heap = minute % every == 0 ? burst : low;
+            out.add(new NodeSampler.NodeSample(minute, node, 5, -1, -1, -1, -1, -1, -1, -1, -1, -1, heap));
+        }
+    }
+
+    @Test
+    void moreUploadsCaughtInFlightAreNotGrowthButARisingLowIs() {
+        long mb = 1L << 20;
+        List<NodeSampler.NodeSample> bursty = new ArrayList<>();
+        heap(bursty, "tm-1", 0, 50, 33 * mb, 130 * mb, 5); // a checkpoint upload caught every 5th sample ...
+        heap(bursty, "tm-1", 50, 61, 33 * mb, 130 * mb, 2); // ... then every 2nd: the mean rises 50 %
+        SoakVerdict v = verdict(bursty);
+        assertThat(v.passed()).as("%s", v.windows).isTrue();
+
+        List<NodeSampler.NodeSample> leaking = new ArrayList<>();
+        heap(leaking, "tm-1", 0, 50, 33 * mb, 130 * mb, 5);
+        heap(leaking, "tm-1", 50, 61, 53 * mb, 130 * mb, 5); // what stays between uploads grew by 20 MB
+        v = verdict(leaking);
+        assertThat(v.passed()).isFalse();
+        assertThat(v.windows).filteredOn(w -> !w.passed()).extracting(SoakVerdict.Window::series)
+                .containsOnly("heap_bytes");
+    }
 }

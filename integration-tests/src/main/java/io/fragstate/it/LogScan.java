@@ -30,8 +30,19 @@ final class LogScan {
     private static final Pattern FLINK_TIME = Pattern.compile("^(\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d,\\d{3}) ");
     private static final DateTimeFormatter FLINK_TIME_FORMAT = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss,SSS");
 
-    /** An allowed kind of ERROR line, only within {@code afterKill} of a {@code kill -9}, and why it is expected. */
-    record Expected(Pattern line, Duration afterKill, String why) {}
+    /**
+     * An allowed kind of ERROR line, only within {@code afterKill} of a {@code kill -9}, and why it
+     * is expected; {@code cause} (when not null) must match the next line (the exception it logs).
+     */
+    record Expected(Pattern line, Pattern cause, Duration afterKill, String why) {
+        Expected(Pattern line, Duration afterKill, String why) {
+            this(line, null, afterKill, why);
+        }
+
+        boolean matches(String line, String next) {
+            return this.line.matcher(line).find() && (cause == null || cause.matcher(next).find());
+        }
+    }
 
     /** The allowed lines; everything else that matches {@link #BAD} fails the soak. */
     static final List<Expected> EXPECTED = List.of(
@@ -47,7 +58,18 @@ final class LogScan {
             new Expected(Pattern.compile("ERROR org\\.apache\\.flink\\.connector\\.kafka\\.sink\\.internal\\.KafkaCommitter"
                     + " .* because its producer is already fenced"), Duration.ofSeconds(30),
                     "Flink's KafkaSink: re-committing a restored transaction whose producer the recovered"
-                            + " writer already fenced; checked harmless by the exactly-once comparison"));
+                            + " writer already fenced; checked harmless by the exactly-once comparison"),
+            // Seen once, 295 ms after the 2nd kill of the second 105-minute soak (2026-12-01), in the
+            // JobManager: the failover had reset the Kafka source's coordinator to checkpoint 831
+            // when the abort of checkpoint 832 (aborted by the kill) reached it; Flink's
+            // OperatorCoordinatorHolder logs the rejected gateway reopening and goes on. The job
+            // recovered (restore from 831) and the output was exact.
+            new Expected(Pattern.compile("ERROR org\\.apache\\.flink\\.runtime\\.rpc\\.pekko\\.FencedPekkoRpcActor"
+                    + " .* Caught exception while executing runnable in main thread"),
+                    Pattern.compile("IllegalStateException: Trying to open gateway for unseen checkpoint"),
+                    Duration.ofSeconds(30),
+                    "Flink's JobManager: a checkpoint aborted by the kill reaches an operator coordinator already"
+                            + " reset to the previous checkpoint (OperatorCoordinatorHolder); the job recovers"));
 
     /** What the scan found: lines that fail the soak (file: line) and matches per allowed rule. */
     record Findings(List<String> unexpected, Map<String, Integer> expected, int filesScanned) {
@@ -68,12 +90,15 @@ final class LogScan {
         Map<String, Integer> expected = new LinkedHashMap<>();
         EXPECTED.forEach(e -> expected.put(e.why(), 0));
         for (Path f : files) {
-            for (String line : Files.readAllLines(f, StandardCharsets.UTF_8)) {
+            List<String> lines = Files.readAllLines(f, StandardCharsets.UTF_8);
+            for (int i = 0; i < lines.size(); i++) {
+                String line = lines.get(i);
                 if (!BAD.matcher(line).find()) {
                     continue;
                 }
                 long at = flinkTime(line);
-                Expected rule = EXPECTED.stream().filter(e -> e.line().matcher(line).find()
+                String next = i + 1 < lines.size() ? lines.get(i + 1) : "";
+                Expected rule = EXPECTED.stream().filter(e -> e.matches(line, next)
                         && killsAtMs.stream().anyMatch(k -> at >= k - 1_000 && at <= k + e.afterKill().toMillis()))
                         .findFirst().orElse(null);
                 if (rule != null) {

@@ -26,7 +26,7 @@ import java.util.function.ToLongFunction;
  * counted heap, descriptors other than fragment files, tombstones, tombstone file bytes, store
  * bytes), the figure of the last 10 minutes [T - 10, T] is at most that of minutes [10, 20) plus
  * 10 % of it, or plus a floor for small figures ({@link Series#floor}); also for the sum over the
- * nodes. A window's figure is the mean of its samples, or for the counted heap the lowest sample
+ * nodes, whose floor is the nodes' floors together. A window's figure is the mean of its samples, or for the counted heap the lowest sample
  * ({@link Statistic#LOW});
  * <li>no unexpected ERROR or panic line in any log ({@link LogScan}).
  * </ul>
@@ -158,9 +158,11 @@ final class SoakVerdict {
                 }
             }
             for (String p : processes) {
-                window(p, s, summary(s, base.get(p)), summary(s, last.get(p)));
+                window(p, s, summary(s, base.get(p)), summary(s, last.get(p)), 1);
             }
-            window("all nodes", s, summary(s, totalsBase.values()), summary(s, totalsLast.values()));
+            // The sum of n nodes is allowed what n nodes are allowed: n floors.
+            long nodes = samples.stream().map(NodeSampler.NodeSample::node).distinct().count();
+            window("all nodes", s, summary(s, totalsBase.values()), summary(s, totalsLast.values()), nodes);
         }
         long failed = windows.stream().filter(w -> !w.passed()).count();
         checks.add(new Check("last 10 min within 10 % of minutes 10-20", failed == 0, String.format(Locale.ROOT,
@@ -174,11 +176,12 @@ final class SoakVerdict {
         return r.node() + " (pid " + r.pid() + ")";
     }
 
-    private void window(String node, Series s, double baseline, double last) {
+    /** Compares one pair of windows; {@code floors}: how many nodes' floors the figure sums. */
+    private void window(String node, Series s, double baseline, double last, long floors) {
         if (Double.isNaN(baseline) || Double.isNaN(last)) {
             return; // no samples in one window: nothing to compare
         }
-        double allowed = baseline + Math.max(0.10 * baseline, s.floor());
+        double allowed = baseline + Math.max(0.10 * baseline, (double) s.floor() * floors);
         windows.add(new Window(node, s.name(), baseline, last, allowed, last <= allowed));
     }
 

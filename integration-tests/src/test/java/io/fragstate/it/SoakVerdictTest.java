@@ -92,4 +92,21 @@ class SoakVerdictTest {
         assertThat(v.windows).filteredOn(w -> !w.passed()).extracting(SoakVerdict.Window::series)
                 .containsOnly("heap_bytes");
     }
+
+    @Test
+    void theSumOverNodesIsAllowedEveryNodesFloor() {
+        // Eight processes whose heap steps from 25 to 29 MB (each a bounded set filling, under its
+        // own 16 MiB floor): the sum steps by 16 %, within eight floors.
+        long mb = 1L << 20;
+        List<NodeSampler.NodeSample> samples = new ArrayList<>();
+        for (int n = 0; n < 8; n++) {
+            heap(samples, "node-" + n, 0, 15, 25 * mb, 25 * mb, 1);
+            heap(samples, "node-" + n, 15, 61, 29 * mb, 29 * mb, 1);
+        }
+        samples.replaceAll(s -> new NodeSampler.NodeSample(s.minute(), s.node(), s.node().hashCode(), -1, -1, -1, -1,
+                -1, -1, -1, -1, -1, s.heapBytes()));
+        SoakVerdict v = verdict(samples);
+        assertThat(v.passed()).as("%s", v.windows).isTrue();
+        assertThat(v.windows).extracting(SoakVerdict.Window::node).contains("all nodes");
+    }
 }

@@ -23,8 +23,16 @@ use libp2p::pnet::PreSharedKey;
 
 use fragstate_core::error::{Error, Result};
 
-/// Parses a key file's text.
+/// Parses a key file's text. Anything but ASCII is refused first: libp2p's
+/// parser slices the hex line by bytes and panics inside a multi-byte
+/// character (found by the `cluster_key` fuzz target).
 pub fn parse_cluster_key(text: &str, file: &Path) -> Result<PreSharedKey> {
+    if let Some(at) = text.bytes().position(|b| !b.is_ascii()) {
+        return Err(Error::format(
+            format!("cluster key file {}", file.display()),
+            format!("non-ASCII byte at offset {at} (a key file is \"/key/swarm/psk/1.0.0/\", \"/base16/\" and 64 hex digits on three lines)"),
+        ));
+    }
     PreSharedKey::from_str(text.trim_end()).map_err(|e| {
         Error::format(
             format!("cluster key file {}", file.display()),
@@ -129,6 +137,15 @@ mod tests {
             *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
         }
         assert_eq!(ka.fingerprint().to_string(), PreSharedKey::new(bytes).fingerprint().to_string());
+    }
+
+    #[test]
+    fn a_hex_line_with_multi_byte_characters_is_an_error_not_a_panic() {
+        // 64 bytes of "hex" with a 3-byte character across a digit pair (the fuzzer's find).
+        let text = format!("/key/swarm/psk/1.0.0/\n/base16/\n5e5e5e5e5e5e5\u{203f}{}\n", "e5".repeat(24));
+        assert_eq!(text.lines().nth(2).unwrap().len(), 64);
+        let e = parse_cluster_key(&text, Path::new("k.key")).unwrap_err().to_string();
+        assert!(e.contains("k.key") && e.contains("non-ASCII byte at offset 44"), "{e}");
     }
 
     #[test]

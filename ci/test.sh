@@ -17,6 +17,15 @@ t0=$SECONDS
 cargo test --workspace --profile ci --locked
 echo "rust tests took $((SECONDS - t0)) s"
 
+# the fuzzers' quick variant (issue 12): every target of rust-core/fuzz under AFL++ for 10 s, two
+# at a time, from the committed corpus; fails on any crash or hang. The committed corpus and every
+# past finding were already replayed by the cargo test above. Long runs: ci/fuzz.sh --execs N.
+# Optimisation level 1 for the instrumented build: it only has to run a few seconds here.
+step "Fuzzing, quick variant: ci/fuzz.sh --seconds 10 (long runs: ci/fuzz.sh --execs 10000000)"
+t0=$SECONDS
+AFL_OPT_LEVEL=1 ci/fuzz.sh --seconds 10 --out "target/fuzz-quick/$(date -u +%Y%m%d-%H%M%S)"
+echo "fuzz quick variant took $((SECONDS - t0)) s"
+
 # --- Java / Flink tiers -----------------------------------------------------
 if [ -f pom.xml ]; then
   need mvn "install Maven (apt-get install maven)"

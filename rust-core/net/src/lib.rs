@@ -28,7 +28,7 @@ mod server;
 pub mod services;
 mod state;
 mod swarm;
-mod tombstone_log;
+pub mod tombstone_log;
 pub mod tombstone_set;
 mod tombstones;
 mod transport;

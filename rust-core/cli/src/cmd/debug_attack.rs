@@ -1,0 +1,220 @@
+//! `fragstate debug-attack` (hidden, for the adversarial tests of issue 12):
+//! a hostile peer against one node of a running cluster for a while, then a
+//! line of what it achieved (`ATTACK mode=… key=value …`). Every attack but
+//! `keyless` holds the cluster key — the worst a member can do; `keyless` is
+//! anyone who reaches the port. The tests run honest traffic beside it and
+//! check that it keeps working (cli/tests/adversarial.rs).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fragstate_client::transport::Transport;
+use fragstate_core::format::{self, Manifest};
+use fragstate_core::ids::NodeId;
+use fragstate_core::{Error, Result};
+use fragstate_net::wire::{self, GetCellReq, Kind};
+use fragstate_net::NetNode;
+use futures::AsyncWriteExt;
+
+use crate::args::ClusterArgs;
+use crate::cluster::{client, connect, runtime};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Attack {
+    /// Requests 1 MiB cells on as many streams as the target grants and never reads the answers.
+    NeverRead,
+    /// Opens streams as fast as the target grants them and sends nothing on them.
+    StreamFlood,
+    /// Sends oversize, unknown-kind and mistyped frames, one per stream, over and over.
+    BadFrames,
+    /// Stores on every node a copy of every manifest it finds with the largest write version.
+    ForgedManifests,
+    /// Opens TCP connections to the target's address without the key (no handshake) and holds them.
+    Keyless,
+}
+
+/// Runs `attack` against `target` (a peer id; default: the first live storage node) for `seconds`.
+pub(crate) fn debug_attack(args: ClusterArgs, attack: Attack, seconds: u64, target: Option<String>, tcp: Option<String>) -> Result<()> {
+    let until = Instant::now() + Duration::from_secs(seconds);
+    runtime()?.block_on(async {
+        if attack == Attack::Keyless {
+            let addr = tcp.ok_or_else(|| Error::invalid("--tcp", "none", "HOST:PORT of the target, for keyless"))?;
+            return keyless(&addr, until).await;
+        }
+        let node = connect(&args, args.wait_nodes.unwrap_or(1)).await?;
+        let live = node.live_nodes();
+        let victim = match &target {
+            Some(t) => live.iter().find(|n| n.id.as_str() == t).ok_or_else(|| Error::invalid("--target", t, "a live storage node"))?,
+            None => live.first().ok_or_else(|| Error::invalid("storage nodes", 0, "≥ 1"))?,
+        }
+        .id
+        .clone();
+        let peer: libp2p::PeerId = victim.as_str().parse().map_err(|_| Error::format("peer id", victim.to_string()))?;
+        let line = match attack {
+            Attack::NeverRead => never_read(&node, &args, &victim, peer, until).await?,
+            Attack::StreamFlood => stream_flood(&node, peer, until).await,
+            Attack::BadFrames => bad_frames(&node, peer, until).await,
+            Attack::ForgedManifests => forged_manifests(&node, until).await?,
+            Attack::Keyless => unreachable!("handled above"),
+        };
+        println!("ATTACK mode={attack:?} target={victim} {line}");
+        node.shutdown().await;
+        Ok(())
+    })
+}
+
+/// Writes a 4 MiB object of 1 MiB cells, then asks the victim for its cell
+/// on stream after stream and never reads: each answer stalls in the
+/// stream's flow-control window and holds one of the victim's stream slots
+/// until its write timeout.
+async fn never_read(node: &NetNode, args: &ClusterArgs, victim: &NodeId, peer: libp2p::PeerId, until: Instant) -> Result<String> {
+    let c = client(node, args, None)?;
+    let path = format!("fragstate://attack/never-read-{}", std::process::id());
+    let mut w = c.create(&path, true).await?;
+    w.write(&vec![0x5au8; 4 << 20]).await?;
+    w.close().await?;
+    let m = node.get_manifest(victim, &path).await?.ok_or_else(|| Error::NotFound { path: path.clone() })?;
+    let index = m.holders.iter().position(|h| h == victim).ok_or_else(|| Error::invalid("victim", victim, "a holder of the object"))?;
+    let request = wire::encode(&GetCellReq { path: path.clone(), write_id: m.write_id, index: index as u8, stripe: 0 });
+    let (mut held, mut refused) = (Vec::new(), 0u64);
+    while Instant::now() < until {
+        match tokio::time::timeout(Duration::from_secs(1), node.open_raw_stream(peer)).await {
+            Ok(Ok(mut s)) => {
+                if wire::write_frame(&mut s, Kind::GetCell, &request, &[]).await.is_ok() {
+                    held.push(s);
+                } else {
+                    refused += 1;
+                }
+            }
+            _ => {
+                refused += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+    Ok(format!("streams_opened={} streams_refused={refused}", held.len()))
+}
+
+/// Opens streams without sending a byte on them, as fast as they are granted.
+async fn stream_flood(node: &NetNode, peer: libp2p::PeerId, until: Instant) -> String {
+    let (mut held, mut refused) = (Vec::new(), 0u64);
+    while Instant::now() < until {
+        match tokio::time::timeout(Duration::from_secs(1), node.open_raw_stream(peer)).await {
+            Ok(Ok(s)) => held.push(s),
+            _ => refused += 1,
+        }
+    }
+    format!("streams_opened={} streams_refused={refused}", held.len())
+}
+
+/// One bad frame per stream, cycling through the kinds of bad; the victim
+/// drops the connection on each, and the attacker dials again.
+async fn bad_frames(node: &NetNode, peer: libp2p::PeerId, until: Instant) -> String {
+    let frames: [Vec<u8>; 4] = [
+        // Oversize: a List of nearly 4 GiB.
+        [&(u32::MAX - 1).to_le_bytes()[..], &[Kind::List as u8], &[0u8; 64]].concat(),
+        // Unknown kind.
+        vec![3, 0, 0, 0, 0xee, 1, 2, 3],
+        // Mistyped: an answer kind (CellData) sent as a request, with a 1 MiB body announced.
+        [&(1u32 << 20).to_le_bytes()[..], &[Kind::CellData as u8]].concat(),
+        // A Cell outside an upload.
+        [&16u32.to_le_bytes()[..], &[Kind::Cell as u8], &[0u8; 16]].concat(),
+    ];
+    let (mut sent, mut failed) = (0u64, 0u64);
+    while Instant::now() < until {
+        let frame = &frames[sent as usize % frames.len()];
+        match tokio::time::timeout(Duration::from_secs(1), node.open_raw_stream(peer)).await {
+            Ok(Ok(mut s)) => {
+                let _ = s.write_all(frame).await;
+                let _ = s.flush().await;
+                sent += 1;
+            }
+            _ => {
+                failed += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+    format!("frames_sent={sent} streams_failed={failed} connections_closed={}", node.connections_closed(&peer))
+}
+
+/// The forged copy of `m`: the largest write version and revision there
+/// are, so every node prefers it over any honest copy.
+fn forge(m: &Manifest) -> Manifest {
+    let mut f = m.clone();
+    f.created_unix_ms = u64::MAX;
+    f.revision = u32::MAX;
+    f.writer = "attacker".into();
+    f
+}
+
+/// Lists every object, and stores a forged copy of each manifest (same
+/// content, largest version) on every live node. What this shows: a member
+/// can pin any path's version at the top (SECURITY.md); honest writers then
+/// get a clear error on that path instead of a wrapped counter.
+async fn forged_manifests(node: &NetNode, until: Instant) -> Result<String> {
+    let (mut forged, mut stored) = (0u64, 0u64);
+    let nodes: Vec<NodeId> = node.live_nodes().into_iter().map(|n| n.id).collect();
+    let mut paths = Vec::new();
+    for n in &nodes {
+        for s in node.list(n, "").await.unwrap_or_default() {
+            if !paths.contains(&s.path) {
+                paths.push(s.path);
+            }
+        }
+    }
+    for path in &paths {
+        if Instant::now() >= until {
+            break;
+        }
+        let Some(m) = futures::future::join_all(nodes.iter().map(|n| node.get_manifest(n, path))).await.into_iter().flatten().flatten().next()
+        else {
+            continue;
+        };
+        let f = Arc::new(forge(&m));
+        debug_assert!(format::decode_manifest(&format::encode_manifest(&f)).is_ok());
+        forged += 1;
+        for n in &nodes {
+            if node.put_manifest(n, f.clone()).await.is_ok() {
+                stored += 1;
+            }
+        }
+    }
+    tokio::time::sleep(until.saturating_duration_since(Instant::now())).await;
+    Ok(format!("manifests_forged={forged} copies_stored={stored}"))
+}
+
+/// Connections to `addr` without libp2p: each sends a few garbage bytes and
+/// is held open until the end.
+async fn keyless(addr: &str, until: Instant) -> Result<()> {
+    use tokio::io::AsyncWriteExt as _;
+    let (mut held, mut refused) = (Vec::new(), 0u64);
+    while Instant::now() < until {
+        match tokio::time::timeout(Duration::from_secs(1), tokio::net::TcpStream::connect(addr)).await {
+            Ok(Ok(mut s)) => {
+                let _ = s.write_all(b"\x13/multistream/1.0.0\nnot a fragstate peer\n").await;
+                held.push(s);
+            }
+            _ => refused += 1,
+        }
+        if held.len() >= 4096 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    // How many the target has closed by now (a read of 0 bytes or an error).
+    let mut closed = 0;
+    for s in &held {
+        let mut b = [0u8; 256];
+        loop {
+            match s.try_read(&mut b) {
+                Ok(0) => closed += 1,
+                Ok(_) => continue,
+                Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => closed += 1,
+                Err(_) => {}
+            }
+            break;
+        }
+    }
+    println!("ATTACK mode=Keyless target={addr} connections_opened={} connections_closed_by_target={closed} refused={refused}", held.len());
+    Ok(())
+}

@@ -1,0 +1,146 @@
+//! Adversarial multi-process tests (issue 12): `fragstate debug-attack` as a
+//! hostile peer against one node of a running cluster — a member that never
+//! reads its answers, floods streams, sends oversize and mistyped frames or
+//! forges manifests with the largest version, and an outsider without the
+//! key that opens connections by the thousand — while an honest client keeps
+//! writing and reading 8 MiB objects through the attacked node's cluster.
+//!
+//! Asserted: every honest operation succeeds with the right bytes, every
+//! node process stays up, bad frames are counted as protocol violations,
+//! keyless connections are closed by the victim, and an honest overwrite of
+//! a forged path fails with a clear error. Printed, not asserted (two shared cores): the honest
+//! rounds' median time before and during each attack.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use fragstate_core::sample::noise as payload;
+
+const OBJECT: usize = 8 << 20;
+const NODES: usize = 7;
+
+/// One honest round: put, then get and compare an 8 MiB object; its seconds.
+fn honest_round(c: &Cluster, round: u64) -> f64 {
+    let data = payload(OBJECT, round);
+    let path = format!("fragstate://honest/obj-{round}");
+    let t = Instant::now();
+    c.put(&data, &path, &[]);
+    let back = c.get(&path).unwrap_or_else(|e| panic!("honest get of {path} failed: {e}"));
+    assert!(back == data, "honest get of {path} returned other bytes");
+    t.elapsed().as_secs_f64()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn assert_all_up(c: &mut Cluster) {
+    for n in &mut c.nodes {
+        let child = n.child.as_mut().expect("node started");
+        assert!(child.try_wait().unwrap().is_none(), "node {} died; log {}", n.peer, n.log.display());
+    }
+}
+
+/// Runs `fragstate debug-attack <attack>` for `seconds` against node 0 and
+/// honest rounds while it lasts; the honest round times and the attacker's report line.
+fn under_attack(c: &mut Cluster, attack: &[&str], seconds: u64, round: &mut u64) -> (Vec<f64>, String) {
+    let mut cmd = Command::new(EXE);
+    cmd.arg("debug-attack").args(attack).args(["--seconds", &seconds.to_string()]);
+    cmd.args(c.bootstrap_args()).args(["--key-file", &c.key.display().to_string(), "--wait-nodes", &NODES.to_string()]);
+    if attack.contains(&"keyless") {
+        // /ip4/127.0.0.1/tcp/PORT/p2p/ID -> 127.0.0.1:PORT (the keyless attacker does not use the key)
+        let parts: Vec<&str> = c.nodes[0].addr.split('/').collect();
+        cmd.args(["--tcp", &format!("{}:{}", parts[2], parts[4])]);
+    } else {
+        cmd.args(["--target", &c.nodes[0].peer]);
+    }
+    let attacker = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start the attacker");
+    let started = Instant::now();
+    let mut times = Vec::new();
+    // Honest rounds for as long as the attack lasts (at least one).
+    while times.is_empty() || started.elapsed() < Duration::from_secs(seconds) {
+        *round += 1;
+        times.push(honest_round(c, *round));
+    }
+    let out = attacker.wait_with_output().expect("attacker ends");
+    assert!(out.status.success(), "attacker failed: {}", String::from_utf8_lossy(&out.stderr));
+    let report = String::from_utf8_lossy(&out.stdout).lines().find(|l| l.starts_with("ATTACK ")).unwrap_or_default().to_string();
+    assert!(!report.is_empty(), "attacker printed no report: {}", String::from_utf8_lossy(&out.stderr));
+    assert_all_up(c);
+    (times, report)
+}
+
+/// A `key=value` figure of the attacker's report line.
+fn figure(report: &str, key: &str) -> u64 {
+    report
+        .split(' ')
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {key} in {report:?}"))
+}
+
+/// A stat of node 0, the victim.
+fn victim_stat(c: &Cluster, field: &str) -> u64 {
+    let stats = c.stats();
+    let victim = stats.iter().find(|m| m["node"] == c.nodes[0].peer).expect("victim in stats");
+    victim[field].parse().unwrap()
+}
+
+#[test]
+fn honest_traffic_survives_every_attack_on_a_node() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = Cluster::new();
+    c.start(NODES, false, &[]);
+    let seconds = 15;
+    let mut round = 0;
+    let before: Vec<f64> = (0..3).map(|_| {
+        round += 1;
+        honest_round(&c, round)
+    }).collect();
+    let base = median(before);
+    let mut table = vec![format!("no attack: honest put+get of 8 MiB, median {base:.2} s")];
+
+    // A never-reading peer and silent streams: what holds them back is libp2p's own caps as much
+    // as fragstate's (yamux: 512 streams per connection, receive windows that may buffer a whole
+    // answer; the victim: 4 connections per peer, 256 streams per peer, every write within the
+    // request timeout), so which counter moves varies from run to run; printed, not asserted.
+    // Asserted for both: the honest rounds (inside under_attack) and every node up.
+    for attack in ["never-read", "stream-flood"] {
+        let refused = victim_stat(&c, "streams_refused");
+        let (t, report) = under_attack(&mut c, &["--attack", attack], seconds, &mut round);
+        let refused = victim_stat(&c, "streams_refused") - refused;
+        table.push(format!("{attack}: {} rounds, median {:.2} s ({:.2}x); victim refused {refused} streams; {report}",
+            t.len(), median(t.clone()), median(t) / base));
+    }
+
+    let violations = victim_stat(&c, "violations");
+    let (t, report) = under_attack(&mut c, &["--attack", "bad-frames"], seconds, &mut round);
+    assert!(figure(&report, "frames_sent") > 0);
+    assert!(victim_stat(&c, "violations") > violations, "bad frames were not counted as violations: {report}");
+    table.push(format!("bad-frames: {} rounds, median {:.2} s ({:.2}x); {report}", t.len(), median(t.clone()), median(t) / base));
+
+    let (t, report) = under_attack(&mut c, &["--attack", "keyless"], seconds, &mut round);
+    assert!(figure(&report, "connections_closed_by_target") > 0, "the victim held every keyless connection: {report}");
+    table.push(format!("keyless: {} rounds, median {:.2} s ({:.2}x); {report}", t.len(), median(t.clone()), median(t) / base));
+
+    // Last: forged manifests pin every path at the largest version. Reads go on (same
+    // content); an honest overwrite gets a clear error naming the path and the version.
+    let (t, report) = under_attack(&mut c, &["--attack", "forged-manifests"], 5, &mut round);
+    assert!(figure(&report, "manifests_forged") > 0, "{report}");
+    table.push(format!("forged-manifests: {} rounds, median {:.2} s ({:.2}x); {report}", t.len(), median(t.clone()), median(t) / base));
+    let path = "fragstate://honest/obj-1";
+    assert!(c.get(path).expect("a forged-version path still reads") == payload(OBJECT, 1));
+    let src = c.dir.path().join("overwrite.tmp");
+    std::fs::write(&src, b"new").unwrap();
+    let out = c.cli(&["put", "--overwrite", src.to_str().unwrap(), path], NODES);
+    assert!(!out.status.success(), "an overwrite past u64::MAX succeeded: {}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(path) && err.contains(&u64::MAX.to_string()), "unclear error: {err}");
+    assert_all_up(&mut c);
+
+    println!("{}", table.join("\n"));
+}

@@ -14,8 +14,8 @@
 #   ci/fuzz.sh --help
 # Options: --seconds N (per target, default 600; with --execs, whichever ends first), --execs N,
 # --targets a,b,... (default all), --jobs J (targets at once, default 2), --out DIR (default
-# target/fuzz/<UTC date-time>), --keep-corpus (minimise each target's queue with afl-cmin into
-# rust-core/fuzz/corpus/<target>/, to commit).
+# target/fuzz/<UTC date-time>). The committed corpus is the seeds (rust-core/fuzz/src/seeds.rs);
+# what a run finds stays in DIR/<target>/default/queue.
 #
 # Writes DIR/summary.json and DIR/RESULTS.md: per target executions, executions/s, corpus size,
 # edges found, crashes and hangs. Exit code 1 when any target saved a crash or a hang; their inputs
@@ -34,7 +34,6 @@ execs=""
 targets=""
 jobs=2
 out="target/fuzz/$(date -u +%Y%m%d-%H%M%S)"
-keep=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
@@ -42,7 +41,6 @@ while [ $# -gt 0 ]; do
     --targets) targets="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    --keep-corpus) keep=1; shift ;;
     *) die "unknown option '$1' (see ci/fuzz.sh --help)" ;;
   esac
 done
@@ -109,20 +107,5 @@ for t in "${run[@]}"; do
 done
 wait
 echo "fuzzing took $((SECONDS - t0)) s"
-
-if [ "$keep" = 1 ]; then
-  step "minimising each queue into rust-core/fuzz/corpus/<target>/"
-  for t in "${run[@]}"; do
-    min="$out/$t.cmin"
-    cargo afl cmin -i "$out/$t/default/queue" -o "$min" -t 1000 -- "$bin" "$t" >"$out/$t.cmin.log" 2>&1 \
-      || die "afl-cmin for $t failed (see $out/$t.cmin.log)"
-    known="$(sha1sum "rust-core/fuzz/corpus/$t"/* | cut -c1-16)"
-    for f in "$min"/*; do
-      h="$(sha1sum "$f" | cut -c1-16)"
-      grep -qx "$h" <<<"$known" || cp "$f" "rust-core/fuzz/corpus/$t/$h"
-    done
-    echo "$t: $(find "$min" -type f | wc -l) inputs kept"
-  done
-fi
 
 "$(ci/lib/plot-venv.sh)" ci/lib/fuzz_report.py "$out" "${run[@]}"

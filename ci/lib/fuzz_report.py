@@ -85,7 +85,8 @@ def main():
         for t, rows in plots.items():
             if rows:
                 ax.plot([r[0] for r in rows], [r[1] for r in rows], label=t)
-        ax.set_xlabel("executions")
+        ax.set_xscale("log")  # AFL++ writes plot_data about once a minute; most edges come early
+        ax.set_xlabel("executions (log scale)")
         ax.set_ylabel("edges found")
         ax.set_title("Coverage over executions, per fuzz target")
         ax.legend(fontsize="small")

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use fragstate_client::transport::Transport;
 use fragstate_client::Client;
+use fragstate_core::ids::NodeId;
 use fragstate_core::{Error, Result};
 use fragstate_net::wire::{self, Kind};
 use fragstate_net::{NetConfig, NetNode, Role};
@@ -101,6 +102,11 @@ pub(crate) async fn read_and_compare(r: &mut fragstate_client::reader::ObjectRea
         return Err(Error::format(what, format!("read back {at} of {} bytes", data.len())));
     }
     Ok(())
+}
+
+/// The libp2p peer id of a node of the network (its id is the base58 peer id).
+pub(crate) fn peer_id(node: &NodeId) -> Result<libp2p::PeerId> {
+    node.as_str().parse().map_err(|_| Error::format("peer id", node.to_string()))
 }
 
 /// A raw stream that the peer is known to serve: a `Stat` request is answered

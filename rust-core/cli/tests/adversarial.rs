@@ -74,6 +74,12 @@ fn under_attack(c: &mut Cluster, attack: &[&str], seconds: u64, round: &mut u64)
     (times, report)
 }
 
+/// A line of the printed table: the honest rounds during `attack` against those before (`base`).
+fn row(attack: &str, rounds: &[f64], base: f64, detail: &str) -> String {
+    let m = median(rounds.to_vec());
+    format!("{attack}: {} rounds, median {m:.2} s ({:.2}x); {detail}", rounds.len(), m / base)
+}
+
 /// A `key=value` figure of the attacker's report line.
 fn figure(report: &str, key: &str) -> u64 {
     report
@@ -113,25 +119,24 @@ fn honest_traffic_survives_every_attack_on_a_node() {
         let refused = victim_stat(&c, "streams_refused");
         let (t, report) = under_attack(&mut c, &["--attack", attack], seconds, &mut round);
         let refused = victim_stat(&c, "streams_refused") - refused;
-        table.push(format!("{attack}: {} rounds, median {:.2} s ({:.2}x); victim refused {refused} streams; {report}",
-            t.len(), median(t.clone()), median(t) / base));
+        table.push(row(attack, &t, base, &format!("victim refused {refused} streams; {report}")));
     }
 
     let violations = victim_stat(&c, "violations");
     let (t, report) = under_attack(&mut c, &["--attack", "bad-frames"], seconds, &mut round);
     assert!(figure(&report, "frames_sent") > 0);
     assert!(victim_stat(&c, "violations") > violations, "bad frames were not counted as violations: {report}");
-    table.push(format!("bad-frames: {} rounds, median {:.2} s ({:.2}x); {report}", t.len(), median(t.clone()), median(t) / base));
+    table.push(row("bad-frames", &t, base, &report));
 
     let (t, report) = under_attack(&mut c, &["--attack", "keyless"], seconds, &mut round);
     assert!(figure(&report, "connections_closed_by_target") > 0, "the victim held every keyless connection: {report}");
-    table.push(format!("keyless: {} rounds, median {:.2} s ({:.2}x); {report}", t.len(), median(t.clone()), median(t) / base));
+    table.push(row("keyless", &t, base, &report));
 
     // Last: forged manifests pin every path at the largest version. Reads go on (same
     // content); an honest overwrite gets a clear error naming the path and the version.
     let (t, report) = under_attack(&mut c, &["--attack", "forged-manifests"], 5, &mut round);
     assert!(figure(&report, "manifests_forged") > 0, "{report}");
-    table.push(format!("forged-manifests: {} rounds, median {:.2} s ({:.2}x); {report}", t.len(), median(t.clone()), median(t) / base));
+    table.push(row("forged-manifests", &t, base, &report));
     let path = "fragstate://honest/obj-1";
     assert!(c.get(path).expect("a forged-version path still reads") == payload(OBJECT, 1));
     let src = c.dir.path().join("overwrite.tmp");

@@ -65,10 +65,10 @@ fn header(o: &Object, index: u8) -> FragmentHeader {
     FragmentHeader { path: m.path.clone(), write_id: m.write_id, index, params: m.params, created_unix_ms: m.created_unix_ms }
 }
 
+/// One frame as a node writes it.
 fn frame(kind: Kind, body: &[u8]) -> Vec<u8> {
-    let mut out = (body.len() as u32).to_le_bytes().to_vec();
-    out.push(kind as u8);
-    out.extend_from_slice(body);
+    let mut out = Vec::new();
+    futures::executor::block_on(wire::write_frame(&mut out, kind, body, &[])).expect("a frame writes into memory");
     out
 }
 

@@ -9,7 +9,7 @@ use fragstate_net::wire::Kind;
 use futures::AsyncWriteExt;
 
 use crate::args::ClusterArgs;
-use crate::cluster::{connect, runtime, served_stream};
+use crate::cluster::{connect, peer_id, runtime, served_stream};
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub(crate) enum BadFrame {
@@ -27,7 +27,7 @@ pub(crate) fn debug_frame(args: ClusterArgs, bad: BadFrame) -> Result<()> {
     runtime()?.block_on(async {
         let node = connect(&args, args.wait_nodes.unwrap_or(1)).await?;
         let target = node.live_nodes().into_iter().next().ok_or_else(|| Error::invalid("peers", 0, "≥ 1"))?;
-        let peer: libp2p::PeerId = target.id.as_str().parse().map_err(|_| Error::format("peer id", target.id.to_string()))?;
+        let peer = peer_id(&target.id)?;
         // A stream the peer is known to serve (a valid request answered first).
         let mut s = served_stream(&node, peer).await?;
         let frame: Vec<u8> = match bad {

@@ -26,8 +26,8 @@ import java.util.function.ToLongFunction;
  * counted heap, descriptors other than fragment files, tombstones, tombstone file bytes, store
  * bytes), the figure of the last 10 minutes [T - 10, T] is at most that of minutes [10, 20) plus
  * 10 % of it, or plus a floor for small figures ({@link Series#floor}); also for the sum over the
- * nodes, whose floor is the nodes' floors together. A window's figure is the mean of its samples, or for the counted heap the lowest sample
- * ({@link Statistic#LOW});
+ * nodes, whose floor is the nodes' floors together. A window's figure is the mean of its samples,
+ * or for the counted heap the lowest sample ({@link Statistic#LOW});
  * <li>no unexpected ERROR or panic line in any log ({@link LogScan}).
  * </ul>
  */
@@ -139,6 +139,8 @@ final class SoakVerdict {
             }
         }
         long partial = processes.stream().filter(p -> !inBaseline.contains(p) || !inLast.contains(p)).count();
+        // The sum of n nodes is allowed what n nodes are allowed: n floors.
+        long nodes = samples.stream().map(NodeSampler.NodeSample::node).distinct().count();
         for (Series s : SERIES) {
             Map<String, List<Long>> base = new LinkedHashMap<>();
             Map<String, List<Long>> last = new LinkedHashMap<>();
@@ -160,8 +162,6 @@ final class SoakVerdict {
             for (String p : processes) {
                 window(p, s, summary(s, base.get(p)), summary(s, last.get(p)), 1);
             }
-            // The sum of n nodes is allowed what n nodes are allowed: n floors.
-            long nodes = samples.stream().map(NodeSampler.NodeSample::node).distinct().count();
             window("all nodes", s, summary(s, totalsBase.values()), summary(s, totalsLast.values()), nodes);
         }
         long failed = windows.stream().filter(w -> !w.passed()).count();

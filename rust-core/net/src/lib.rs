@@ -8,6 +8,7 @@
 //! - [`node`]: [`NetNode`], which starts and owns everything below.
 //! - `state`: what the node's tasks share.
 //! - `swarm`: transport, behaviours and the task that drives them.
+//! - `pending_limit`: half-open incoming connections per remote address.
 //! - `membership`: live peers from hellos.
 //! - `tombstones`: deletes remembered for nodes that were away.
 //! - `pool`: request streams per peer, one request with its retry.
@@ -22,6 +23,7 @@ pub mod config;
 pub mod key;
 mod membership;
 mod peer_limit;
+mod pending_limit;
 pub mod node;
 mod pool;
 mod server;
@@ -37,6 +39,7 @@ pub mod wire;
 pub use config::{hostname, NetConfig, FRAG_PROTOCOL};
 pub use node::NetNode;
 pub use peer_limit::{FRAME_BYTES_PER_PEER, MAX_FRAME_BYTES, MAX_STREAMS, STREAMS_PER_PEER, UPLOADS_PER_PEER};
+pub use pending_limit::MAX_PENDING_INCOMING_PER_ADDRESS;
 pub use swarm::{MAX_ESTABLISHED, MAX_ESTABLISHED_PER_PEER, MAX_PENDING_INCOMING};
 pub use services::ServiceConfig;
 pub use wire::{NodeStats, Role};

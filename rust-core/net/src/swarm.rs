@@ -23,12 +23,15 @@ use fragstate_core::error::{Error, Result};
 
 use crate::config::{hostname, IDENTIFY_PROTOCOL, KAD_PROTOCOL, NetConfig};
 use crate::membership::{exchange_hello, peer_left};
+use crate::pending_limit::{self, MAX_PENDING_INCOMING_PER_ADDRESS};
 use crate::state::{lock, Cmd, Inner};
 
 /// Connections being set up from outside (TCP accepted, noise handshake not
 /// done; each an fd in the Flink JVM for up to the 10 s handshake timeout):
 /// beyond this a new one is closed at once, so a flood of keyless dialers
-/// cannot run the process out of descriptors.
+/// cannot run the process out of descriptors. One address gets at most
+/// [`MAX_PENDING_INCOMING_PER_ADDRESS`] of them, so one dialer cannot keep
+/// honest nodes from joining.
 pub const MAX_PENDING_INCOMING: u32 = 128;
 /// Established connections with one peer (two when both dial at once, and a
 /// redial while an old one closes).
@@ -38,6 +41,7 @@ pub const MAX_ESTABLISHED: u32 = 2048;
 
 #[derive(NetworkBehaviour)]
 pub(crate) struct Behaviour {
+    pending_per_address: pending_limit::Behaviour,
     limits: connection_limits::Behaviour,
     identify: identify::Behaviour,
     ping: ping::Behaviour,
@@ -58,6 +62,7 @@ pub(crate) fn build_swarm(cfg: &NetConfig) -> Result<(Swarm<Behaviour>, libp2p_s
     let stream = libp2p_stream::Behaviour::new();
     let control = stream.new_control();
     let behaviour = Behaviour {
+        pending_per_address: pending_limit::Behaviour::new(MAX_PENDING_INCOMING_PER_ADDRESS),
         limits: connection_limits::Behaviour::new(
             connection_limits::ConnectionLimits::default()
                 .with_max_pending_incoming(Some(MAX_PENDING_INCOMING))

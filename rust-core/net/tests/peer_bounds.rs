@@ -1,7 +1,8 @@
 //! Per-peer bounds of a storage node, over real libp2p on loopback: one
 //! writer cannot hold more than its share of a node's uploads, a peer that
-//! stops reading loses its stream at the write timeout, and half-open
-//! connections beyond the pending limit are closed at once.
+//! stops reading loses its stream at the write timeout, half-open
+//! connections beyond the pending limit are closed at once, and one address
+//! gets only its share of them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -121,42 +122,84 @@ async fn a_peer_that_stops_reading_loses_its_stream_at_the_write_timeout() {
     storage.shutdown().await;
 }
 
-/// Dialers that open TCP connections and never finish the handshake (no key
-/// needed) hold at most `MAX_PENDING_INCOMING` of them; the rest are closed
-/// at once, and established peers keep being served.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn half_open_connections_beyond_the_pending_limit_are_closed_at_once() {
-    use fragstate_net::MAX_PENDING_INCOMING;
-    use tokio::io::AsyncReadExt;
-
-    const DIALS: usize = 300;
-    let (storage, reader) = storage_and_client(FragmentStore::in_memory("storage", u64::MAX), None).await;
-    let port = storage
-        .listen_addrs()
-        .iter()
-        .find_map(|a| a.iter().find_map(|p| if let libp2p::multiaddr::Protocol::Tcp(port) = p { Some(port) } else { None }))
-        .expect("a TCP listen address");
-
+/// `n` TCP connections to `port` on loopback that never start a handshake
+/// (no key needed), the i-th from the source address `from(i)`.
+async fn half_open(port: u16, n: usize, from: impl Fn(usize) -> std::net::Ipv4Addr) -> Vec<tokio::net::TcpStream> {
     let mut open = Vec::new();
-    for _ in 0..DIALS {
-        open.push(tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap());
+    for i in 0..n {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind((from(i), 0).into()).unwrap();
+        open.push(socket.connect(([127, 0, 0, 1], port).into()).await.unwrap());
     }
+    // Let the node accept them all.
     tokio::time::sleep(Duration::from_secs(1)).await;
+    open
+}
+
+/// How many of `open` the node still holds (not closed by it).
+async fn held(open: &mut [tokio::net::TcpStream]) -> usize {
+    use tokio::io::AsyncReadExt;
     let mut closed = 0;
-    for s in &mut open {
+    for s in open.iter_mut() {
         let mut b = [0u8; 64];
         // Closed by the node: EOF or a reset. Pending: nothing to read yet (the dialer speaks first).
         if let Ok(r) = tokio::time::timeout(Duration::from_millis(20), s.read(&mut b)).await {
             closed += matches!(r, Ok(0) | Err(_)) as usize;
         }
     }
-    let held = DIALS - closed;
+    open.len() - closed
+}
+
+fn tcp_port(node: &NetNode) -> u16 {
+    node.listen_addrs()
+        .iter()
+        .find_map(|a| a.iter().find_map(|p| if let libp2p::multiaddr::Protocol::Tcp(port) = p { Some(port) } else { None }))
+        .expect("a TCP listen address")
+}
+
+/// Dialers that open TCP connections and never finish the handshake (no key
+/// needed), each from its own address, hold at most `MAX_PENDING_INCOMING`
+/// of them; the rest are closed at once, and established peers keep being served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_open_connections_beyond_the_pending_limit_are_closed_at_once() {
+    use fragstate_net::MAX_PENDING_INCOMING;
+
+    const DIALS: usize = 300;
+    let (storage, reader) = storage_and_client(FragmentStore::in_memory("storage", u64::MAX), None).await;
+    // 127.0.1.1, 127.0.1.2, …: every loopback address is this host's.
+    let mut open = half_open(tcp_port(&storage), DIALS, |i| std::net::Ipv4Addr::from(0x7f00_0101 + i as u32)).await;
+    let held = held(&mut open).await;
     assert!(held <= MAX_PENDING_INCOMING as usize, "{held} half-open connections held (limit {MAX_PENDING_INCOMING})");
-    assert!(closed >= DIALS - MAX_PENDING_INCOMING as usize, "{closed} of {DIALS} closed");
+    assert!(held >= MAX_PENDING_INCOMING as usize / 2, "only {held} held: the per-address limit should not bind here");
     // The established peer is served throughout.
     let stats = reader.remote_stats(storage.id()).await;
     assert!(stats.is_ok(), "{:?}", stats.err());
     drop(open);
+    reader.shutdown().await;
+    storage.shutdown().await;
+}
+
+/// One address that floods the node with half-open connections gets
+/// `MAX_PENDING_INCOMING_PER_ADDRESS` of them, so a node from another
+/// address still joins at once (with only the total limit, it waited for the
+/// flood's handshakes to time out: 10 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_flooding_half_open_connections_does_not_keep_others_out() {
+    use fragstate_net::MAX_PENDING_INCOMING_PER_ADDRESS;
+
+    let (storage, reader) = storage_and_client(FragmentStore::in_memory("storage", u64::MAX), None).await;
+    let mut open = half_open(tcp_port(&storage), 300, |_| std::net::Ipv4Addr::new(127, 0, 0, 2)).await;
+    let held = held(&mut open).await;
+    assert!(held <= MAX_PENDING_INCOMING_PER_ADDRESS as usize, "{held} held from one address (limit {MAX_PENDING_INCOMING_PER_ADDRESS})");
+    // A new node (from 127.0.0.1) joins while the flood's connections are still open.
+    let mut cfg = NetConfig::new(Keypair::generate_ed25519(), Role::Client, None);
+    cfg.bootstrap = storage.listen_addrs();
+    let late = NetNode::start(cfg).await.unwrap();
+    let t = std::time::Instant::now();
+    late.wait_for_storage_nodes(1, Duration::from_secs(5)).await.expect("a new node joins beside the flood");
+    println!("joined {:.2} s after the flood from one address", t.elapsed().as_secs_f64());
+    drop(open);
+    late.shutdown().await;
     reader.shutdown().await;
     storage.shutdown().await;
 }

@@ -81,8 +81,17 @@ mkdir -p "$out"
 # AFL refuses to start when crashes would go to a core-dump helper, and checks CPU frequency
 # scaling: neither matters for finding crashes here (it sees each crash as a signal).
 export AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_SKIP_CPUFREQ=1 AFL_NO_UI=1 AFL_QUIET=1
-export FRAGSTATE_FUZZ_SCRATCH="${FRAGSTATE_FUZZ_SCRATCH:-$(mktemp -d "${TMPDIR:-/tmp}/fragstate-fuzz.XXXXXX")}"
-trap 'rm -rf "$FRAGSTATE_FUZZ_SCRATCH"' EXIT
+# The disk targets write and reopen files on every execution: in memory (/dev/shm, where the
+# machine has it) they run about 5x faster than on a disk-backed /tmp (3.3 k/s vs 0.66 k/s
+# measured for store_reopen, both under the same load). FRAGSTATE_FUZZ_SCRATCH picks another place.
+scratch_base="${TMPDIR:-/tmp}"
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then scratch_base=/dev/shm; fi
+if [ -z "${FRAGSTATE_FUZZ_SCRATCH:-}" ]; then
+  FRAGSTATE_FUZZ_SCRATCH="$(mktemp -d "$scratch_base/fragstate-fuzz.XXXXXX")"
+  # only a directory this script made is removed
+  trap 'rm -rf "$FRAGSTATE_FUZZ_SCRATCH"' EXIT
+fi
+export FRAGSTATE_FUZZ_SCRATCH
 
 fuzz_one() {
   local t="$1" limit=(-V "$seconds")

@@ -92,21 +92,7 @@ enum Command {
     },
     /// Attacks one node of a running cluster for a while as a hostile peer (tests).
     #[command(hide = true)]
-    DebugAttack {
-        #[command(flatten)]
-        cluster: ClusterArgs,
-        #[arg(long, value_enum)]
-        attack: debug_attack::Attack,
-        /// How long the attack lasts.
-        #[arg(long, default_value_t = 10)]
-        seconds: u64,
-        /// Peer id of the node attacked (default: the first live storage node).
-        #[arg(long)]
-        target: Option<String>,
-        /// HOST:PORT of the node attacked, for `keyless`.
-        #[arg(long)]
-        tcp: Option<String>,
-    },
+    DebugAttack(debug_attack::AttackArgs),
 }
 
 #[derive(Subcommand)]
@@ -171,7 +157,7 @@ fn main() {
         Command::Ls { cluster, prefix } => ls::ls(cluster, prefix),
         Command::Stats { cluster, json } => stats::stats(cluster, json),
         Command::DebugFrame { cluster, bad } => debug_frame::debug_frame(cluster, bad),
-        Command::DebugAttack { cluster, attack, seconds, target, tcp } => debug_attack::debug_attack(cluster, attack, seconds, target, tcp),
+        Command::DebugAttack(a) => debug_attack::debug_attack(a),
     };
     if let Err(e) = result {
         eprintln!("fragstate: {e}");

@@ -1,19 +1,22 @@
 //! Adversarial multi-process tests (issue 12): `fragstate debug-attack` as a
 //! hostile peer against one node of a running cluster — a member that never
 //! reads its answers, floods streams, sends oversize and mistyped frames or
-//! forges manifests with the largest version, and an outsider without the
-//! key that opens connections by the thousand — while an honest client keeps
-//! writing and reading 8 MiB objects through the attacked node's cluster.
+//! forges manifests with the largest version, an outsider without the key
+//! that opens connections by the thousand — and m members that claim
+//! unlimited space and drop what they are given, while an honest client
+//! keeps writing and reading 8 MiB objects.
 //!
 //! Asserted: every honest operation succeeds with the right bytes, every
 //! node process stays up, bad frames are counted as protocol violations,
-//! keyless connections are closed by the victim, and an honest overwrite of
-//! a forged path fails with a clear error. Printed, not asserted (two shared cores): the honest
-//! rounds' median time before and during each attack.
+//! keyless connections are closed by the victim, the liars were given
+//! fragments and dropped them, and an honest overwrite of a forged path
+//! fails with a clear error. Printed, not asserted (two shared cores): the
+//! honest rounds' median time before and during each attack, and the share
+//! of fragments the liars attracted.
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -22,15 +25,16 @@ use fragstate_core::sample::noise as payload;
 const OBJECT: usize = 8 << 20;
 const NODES: usize = 7;
 
-/// One honest round: put, then get and compare an 8 MiB object; its seconds.
-fn honest_round(c: &Cluster, round: u64) -> f64 {
+/// One honest round once `nodes` storage nodes are live: put, then get and
+/// compare an 8 MiB object; its seconds and the object's holders.
+fn honest_round(c: &Cluster, round: u64, nodes: usize) -> (f64, Vec<String>) {
     let data = payload(OBJECT, round);
     let path = format!("fragstate://honest/obj-{round}");
     let t = Instant::now();
-    c.put(&data, &path, &[]);
+    let holders = c.put_waiting(&data, &path, &[], nodes);
     let back = c.get(&path).unwrap_or_else(|e| panic!("honest get of {path} failed: {e}"));
     assert!(back == data, "honest get of {path} returned other bytes");
-    t.elapsed().as_secs_f64()
+    (t.elapsed().as_secs_f64(), holders)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -45,9 +49,8 @@ fn assert_all_up(c: &mut Cluster) {
     }
 }
 
-/// Runs `fragstate debug-attack <attack>` for `seconds` against node 0 and
-/// honest rounds while it lasts; the honest round times and the attacker's report line.
-fn under_attack(c: &mut Cluster, attack: &[&str], seconds: u64, round: &mut u64) -> (Vec<f64>, String) {
+/// Starts `fragstate debug-attack <attack>` for `seconds` against node 0.
+fn spawn_attacker(c: &Cluster, attack: &[&str], seconds: u64) -> Child {
     let mut cmd = Command::new(EXE);
     cmd.arg("debug-attack").args(attack).args(["--seconds", &seconds.to_string()]);
     cmd.args(c.bootstrap_args()).args(["--key-file", &c.key.display().to_string(), "--wait-nodes", &NODES.to_string()]);
@@ -58,18 +61,37 @@ fn under_attack(c: &mut Cluster, attack: &[&str], seconds: u64, round: &mut u64)
     } else {
         cmd.args(["--target", &c.nodes[0].peer]);
     }
-    let attacker = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start the attacker");
-    let started = Instant::now();
-    let mut times = Vec::new();
-    // Honest rounds for as long as the attack lasts (at least one).
-    while times.is_empty() || started.elapsed() < Duration::from_secs(seconds) {
-        *round += 1;
-        times.push(honest_round(c, *round));
-    }
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start the attacker")
+}
+
+/// The report line of an attacker that has ended.
+fn report_of(attacker: Child) -> String {
     let out = attacker.wait_with_output().expect("attacker ends");
     assert!(out.status.success(), "attacker failed: {}", String::from_utf8_lossy(&out.stderr));
     let report = String::from_utf8_lossy(&out.stdout).lines().find(|l| l.starts_with("ATTACK ")).unwrap_or_default().to_string();
     assert!(!report.is_empty(), "attacker printed no report: {}", String::from_utf8_lossy(&out.stderr));
+    report
+}
+
+/// Honest rounds (at least one) for `seconds`, once `nodes` storage nodes are live: times and holders.
+fn rounds_for(c: &Cluster, seconds: u64, nodes: usize, round: &mut u64) -> (Vec<f64>, Vec<Vec<String>>) {
+    let started = Instant::now();
+    let (mut times, mut holders) = (Vec::new(), Vec::new());
+    while times.is_empty() || started.elapsed() < Duration::from_secs(seconds) {
+        *round += 1;
+        let (t, h) = honest_round(c, *round, nodes);
+        times.push(t);
+        holders.push(h);
+    }
+    (times, holders)
+}
+
+/// Runs `fragstate debug-attack <attack>` for `seconds` against node 0 and
+/// honest rounds while it lasts; the honest round times and the attacker's report line.
+fn under_attack(c: &mut Cluster, attack: &[&str], seconds: u64, round: &mut u64) -> (Vec<f64>, String) {
+    let attacker = spawn_attacker(c, attack, seconds);
+    let (times, _) = rounds_for(c, seconds, NODES, round);
+    let report = report_of(attacker);
     assert_all_up(c);
     (times, report)
 }
@@ -105,7 +127,7 @@ fn honest_traffic_survives_every_attack_on_a_node() {
     let mut round = 0;
     let before: Vec<f64> = (0..3).map(|_| {
         round += 1;
-        honest_round(&c, round)
+        honest_round(&c, round, NODES).0
     }).collect();
     let base = median(before);
     let mut table = vec![format!("no attack: honest put+get of 8 MiB, median {base:.2} s")];
@@ -128,9 +150,38 @@ fn honest_traffic_survives_every_attack_on_a_node() {
     assert!(victim_stat(&c, "violations") > violations, "bad frames were not counted as violations: {report}");
     table.push(row("bad-frames", &t, base, &report));
 
-    let (t, report) = under_attack(&mut c, &["--attack", "keyless"], seconds, &mut round);
+    // From another address than the honest nodes' (127.0.0.1): the victim gives one address
+    // only its share of half-open connections, so the honest client still connects.
+    let (t, report) = under_attack(&mut c, &["--attack", "keyless", "--from", "127.0.0.2"], seconds, &mut round);
     assert!(figure(&report, "connections_closed_by_target") > 0, "the victim held every keyless connection: {report}");
     table.push(row("keyless", &t, base, &report));
+
+    // m = 2 liars claiming unlimited space in two failure domains of their own: they attract
+    // fragments up to the placement cap (4x the median free space), each holds at most one
+    // fragment of an object (one per failure domain), and what they drop is read around.
+    let liars: Vec<Child> = (0..2).map(|_| spawn_attacker(&c, &["--attack", "capacity-liar"], seconds)).collect();
+    let (t, holders) = rounds_for(&c, seconds.saturating_sub(3), NODES + 2, &mut round);
+    let reports: Vec<String> = liars.into_iter().map(report_of).collect();
+    let liar_peers: Vec<String> = reports.iter().map(|r| r.split(' ').find_map(|kv| kv.strip_prefix("peer=")).expect("peer in report").to_string()).collect();
+    for r in &reports {
+        assert!(figure(r, "fragments_dropped") > 0, "a liar was given no fragment to drop: {r}");
+    }
+    let on_liars: usize = holders.iter().map(|h| h.iter().filter(|n| liar_peers.contains(n)).count()).sum();
+    let fragments: usize = holders.iter().map(Vec::len).sum();
+    table.push(row(
+        "capacity-liar x2",
+        &t,
+        base,
+        &format!(
+            "{on_liars} of {fragments} fragments placed on the liars ({:.0} %; equal capacity would give {:.0} %, one per object each at most {:.0} %; \
+             every dropped fragment read around); {}",
+            100.0 * on_liars as f64 / fragments as f64,
+            100.0 * 2.0 / (NODES + 2) as f64,
+            100.0 * 2.0 / fragments.div_ceil(holders.len()) as f64,
+            reports.join("; ")
+        ),
+    ));
+    assert_all_up(&mut c);
 
     // Last: forged manifests pin every path at the largest version. Reads go on (same
     // content); an honest overwrite gets a clear error naming the path and the version.

@@ -1,23 +1,48 @@
 //! `fragstate debug-attack` (hidden, for the adversarial tests of issue 12):
-//! a hostile peer against one node of a running cluster for a while, then a
-//! line of what it achieved (`ATTACK mode=… key=value …`). Every attack but
-//! `keyless` holds the cluster key — the worst a member can do; `keyless` is
-//! anyone who reaches the port. The tests run honest traffic beside it and
-//! check that it keeps working (cli/tests/adversarial.rs).
+//! a hostile peer against one node of a running cluster (or, lying about
+//! its capacity, against placement) for a while, then a line of what it
+//! achieved (`ATTACK mode=… key=value …`). Every attack but `keyless` holds
+//! the cluster key — the worst a member can do; `keyless` is anyone who
+//! reaches the port. The tests run honest traffic beside it and check that
+//! it keeps working (cli/tests/adversarial.rs).
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clap::Args;
 use fragstate_client::transport::Transport;
 use fragstate_core::format::Manifest;
-use fragstate_core::ids::NodeId;
+use fragstate_core::ids::{FragmentKey, NodeId};
 use fragstate_core::{Error, Result};
 use fragstate_net::wire::{self, GetCellReq, Kind};
-use fragstate_net::NetNode;
+use fragstate_net::{NetConfig, NetNode, Role};
+use fragstate_store::FragmentStore;
 use futures::AsyncWriteExt;
+use libp2p::identity::Keypair;
 
 use crate::args::ClusterArgs;
 use crate::cluster::{client, connect, peer_id, runtime};
+
+#[derive(Args)]
+pub(crate) struct AttackArgs {
+    #[command(flatten)]
+    cluster: ClusterArgs,
+    #[arg(long, value_enum)]
+    attack: Attack,
+    /// How long the attack lasts (counted from the start, joining the cluster included).
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// Peer id of the node attacked (default: the first live storage node).
+    #[arg(long)]
+    target: Option<String>,
+    /// HOST:PORT of the node attacked, for `keyless`.
+    #[arg(long)]
+    tcp: Option<String>,
+    /// Local address `keyless` dials from (default: the system's choice).
+    #[arg(long)]
+    from: Option<IpAddr>,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Attack {
@@ -31,17 +56,25 @@ pub(crate) enum Attack {
     ForgedManifests,
     /// Opens TCP connections to the target's address without the key (no handshake) and holds them.
     Keyless,
+    /// Joins as a storage node claiming unlimited free space (in its own failure domain),
+    /// acknowledges every fragment uploaded to it and then drops it, keeping the manifest.
+    CapacityLiar,
 }
 
-/// Runs `attack` against `target` (a peer id; default: the first live storage node) for `seconds`.
-pub(crate) fn debug_attack(args: ClusterArgs, attack: Attack, seconds: u64, target: Option<String>, tcp: Option<String>) -> Result<()> {
-    let until = Instant::now() + Duration::from_secs(seconds);
+/// Runs the attack against `target` (a peer id; default: the first live storage node) for `seconds`.
+pub(crate) fn debug_attack(a: AttackArgs) -> Result<()> {
+    let (args, attack, target) = (&a.cluster, a.attack, &a.target);
+    let until = Instant::now() + Duration::from_secs(a.seconds);
     runtime()?.block_on(async {
-        if attack == Attack::Keyless {
-            let addr = tcp.ok_or_else(|| Error::invalid("--tcp", "none", "HOST:PORT of the target, for keyless"))?;
-            return keyless(&addr, until).await;
+        match attack {
+            Attack::Keyless => {
+                let addr = a.tcp.as_deref().ok_or_else(|| Error::invalid("--tcp", "none", "HOST:PORT of the target, for keyless"))?;
+                return keyless(addr, a.from, until).await;
+            }
+            Attack::CapacityLiar => return capacity_liar(args, until).await,
+            _ => {}
         }
-        let node = connect(&args, args.wait_nodes.unwrap_or(1)).await?;
+        let node = connect(args, args.wait_nodes.unwrap_or(1)).await?;
         let live = node.live_nodes();
         let victim = match &target {
             Some(t) => live.iter().find(|n| n.id.as_str() == t).ok_or_else(|| Error::invalid("--target", t, "a live storage node"))?,
@@ -51,11 +84,11 @@ pub(crate) fn debug_attack(args: ClusterArgs, attack: Attack, seconds: u64, targ
         .clone();
         let peer = peer_id(&victim)?;
         let line = match attack {
-            Attack::NeverRead => never_read(&node, &args, &victim, peer, until).await?,
+            Attack::NeverRead => never_read(&node, args, &victim, peer, until).await?,
             Attack::StreamFlood => stream_flood(&node, peer, until).await,
             Attack::BadFrames => bad_frames(&node, peer, until).await,
             Attack::ForgedManifests => forged_manifests(&node, until).await?,
-            Attack::Keyless => unreachable!("handled above"),
+            Attack::Keyless | Attack::CapacityLiar => unreachable!("handled above"),
         };
         println!("ATTACK mode={attack:?} target={victim} {line}");
         node.shutdown().await;
@@ -188,13 +221,50 @@ async fn forged_manifests(node: &NetNode, until: Instant) -> Result<String> {
     Ok(format!("manifests_forged={forged} copies_stored={stored}"))
 }
 
-/// Connections to `addr` without libp2p: each sends a few garbage bytes and
-/// is held open until the end.
-async fn keyless(addr: &str, until: Instant) -> Result<()> {
+/// A storage node that claims `u64::MAX` free bytes, in a failure domain of
+/// its own, and drops every fragment it holds of a committed object (its
+/// manifest kept, so it still looks like a holder) until the end.
+async fn capacity_liar(args: &ClusterArgs, until: Instant) -> Result<()> {
+    let identity = Keypair::generate_ed25519();
+    let me = NodeId::from(identity.public().to_peer_id().to_base58());
+    let store = Arc::new(FragmentStore::in_memory(me.to_string(), u64::MAX));
+    let mut cfg = NetConfig::new(identity, Role::Storage, args.key.load()?);
+    cfg.bootstrap = args.bootstrap.clone();
+    cfg.domain = format!("liar-{}", std::process::id());
+    cfg.store = Some(store.clone());
+    let node = NetNode::start(cfg).await?;
+    let (mut dropped, mut bytes) = (0u64, 0u64);
+    while Instant::now() < until {
+        for o in store.list("") {
+            let Some(m) = store.get_manifest(&o.path) else { continue };
+            let Some(index) = m.holders.iter().position(|h| h == &me) else { continue };
+            let key = FragmentKey { path: Arc::from(o.path.as_str()), write_id: m.write_id, index: index as u8 };
+            let st = store.drop_fragment(&key)?;
+            dropped += st.fragments;
+            bytes += st.bytes;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    node.shutdown().await;
+    println!("ATTACK mode=CapacityLiar peer={me} advertised_free={} fragments_dropped={dropped} bytes_dropped={bytes}", u64::MAX);
+    Ok(())
+}
+
+/// Connections to `addr` without libp2p (from the local address `from`):
+/// each sends a few garbage bytes and is held open until the end.
+async fn keyless(addr: &str, from: Option<IpAddr>, until: Instant) -> Result<()> {
     use tokio::io::AsyncWriteExt as _;
+    let target: std::net::SocketAddr = addr.parse().map_err(|_| Error::invalid("--tcp", addr, "IP:PORT"))?;
+    let dial = || async move {
+        let socket = if target.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+        if let Some(ip) = from {
+            socket.bind((ip, 0).into())?;
+        }
+        socket.connect(target).await
+    };
     let (mut held, mut refused) = (Vec::new(), 0u64);
     while Instant::now() < until {
-        match tokio::time::timeout(Duration::from_secs(1), tokio::net::TcpStream::connect(addr)).await {
+        match tokio::time::timeout(Duration::from_secs(1), dial()).await {
             Ok(Ok(mut s)) => {
                 let _ = s.write_all(b"\x13/multistream/1.0.0\nnot a fragstate peer\n").await;
                 held.push(s);

@@ -142,11 +142,16 @@ impl Cluster {
     }
 
     pub fn put(&self, data: &[u8], path: &str, coding: &[&str]) -> Vec<String> {
+        self.put_waiting(data, path, coding, self.alive())
+    }
+
+    /// [`Self::put`] once `nodes` storage nodes are live (the cluster's own and any others joined).
+    pub fn put_waiting(&self, data: &[u8], path: &str, coding: &[&str], nodes: usize) -> Vec<String> {
         let src = self.dir.path().join("put.tmp");
         std::fs::write(&src, data).unwrap();
         let mut args = vec!["put", "--overwrite", src.to_str().unwrap(), path];
         args.extend_from_slice(coding);
-        let out = self.cli(&args, self.alive());
+        let out = self.cli(&args, nodes);
         assert!(out.status.success(), "put {path} failed: {}", text(&out));
         holders(&String::from_utf8_lossy(&out.stdout))
     }

@@ -1,0 +1,160 @@
+//! The choice of checkpoint interval: every candidate's predicted latency
+//! and recovery time against their constraints; the one with the smallest
+//! latency/constraint + recovery/constraint among those that meet both
+//! (Khaos's objective). When none meets both, the one whose worse ratio is
+//! smallest, marked as such — the decision never hides a violation.
+
+use fragstate_core::{Error, Result};
+use serde::Serialize;
+
+/// Khaos's default constraints and candidates (10, 20, …, 120 s).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Constraints {
+    /// Mean end-to-end latency allowed, in milliseconds.
+    pub max_latency_ms: f64,
+    /// Recovery time allowed, in seconds.
+    pub max_recovery_s: f64,
+    /// Intervals to choose from, in seconds.
+    pub candidates_s: Vec<f64>,
+}
+
+impl Default for Constraints {
+    fn default() -> Self {
+        Constraints { max_latency_ms: 1_000.0, max_recovery_s: 120.0, candidates_s: (1..=12).map(|i| 10.0 * i as f64).collect() }
+    }
+}
+
+impl Constraints {
+    /// Constraints > 0, at least one candidate, every candidate ≥ 1 s (Flink's checkpoint
+    /// interval is at least 10 ms, but below a second the checkpoints themselves are the load).
+    pub fn validate(&self) -> Result<()> {
+        if !(self.max_latency_ms.is_finite() && self.max_latency_ms > 0.0) {
+            return Err(Error::invalid("latency constraint (ms)", self.max_latency_ms, "a number > 0"));
+        }
+        if !(self.max_recovery_s.is_finite() && self.max_recovery_s > 0.0) {
+            return Err(Error::invalid("recovery-time constraint (s)", self.max_recovery_s, "a number > 0"));
+        }
+        if self.candidates_s.is_empty() {
+            return Err(Error::invalid("candidate intervals", "none", "at least one interval"));
+        }
+        if let Some(bad) = self.candidates_s.iter().find(|c| !(c.is_finite() && **c >= 1.0)) {
+            return Err(Error::invalid("candidate interval (s)", bad, "≥ 1 s"));
+        }
+        Ok(())
+    }
+}
+
+/// One candidate interval with its predictions.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Candidate {
+    pub interval_s: f64,
+    pub latency_ms: f64,
+    pub recovery_s: f64,
+    /// latency / its constraint + recovery / its constraint.
+    pub score: f64,
+    /// Both predictions positive and within their constraints.
+    pub meets_constraints: bool,
+}
+
+/// The interval chosen for a throughput, and every candidate considered (for the log and the metrics).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Decision {
+    pub throughput: f64,
+    pub chosen: Candidate,
+    pub candidates: Vec<Candidate>,
+}
+
+/// Chooses among `c.candidates_s` for `throughput`, with `latency_ms(interval, throughput)`
+/// and `recovery_s(interval, throughput)` as the models. A prediction ≤ 0 or not finite
+/// (a model far outside its experiments) never meets the constraints.
+pub fn choose(c: &Constraints, throughput: f64, latency_ms: impl Fn(f64, f64) -> f64, recovery_s: impl Fn(f64, f64) -> f64) -> Result<Decision> {
+    c.validate()?;
+    if !(throughput.is_finite() && throughput >= 0.0) {
+        return Err(Error::invalid("throughput", throughput, "a finite number ≥ 0"));
+    }
+    let candidates: Vec<Candidate> = c
+        .candidates_s
+        .iter()
+        .map(|&i| {
+            let (l, r) = (latency_ms(i, throughput), recovery_s(i, throughput));
+            let sane = l.is_finite() && r.is_finite() && l > 0.0 && r > 0.0;
+            Candidate {
+                interval_s: i,
+                latency_ms: l,
+                recovery_s: r,
+                score: l / c.max_latency_ms + r / c.max_recovery_s,
+                meets_constraints: sane && l <= c.max_latency_ms && r <= c.max_recovery_s,
+            }
+        })
+        .collect();
+    let best_feasible = candidates.iter().filter(|x| x.meets_constraints).min_by(|a, b| a.score.total_cmp(&b.score));
+    let worst_ratio = |x: &Candidate| {
+        let ratio = (x.latency_ms / c.max_latency_ms).max(x.recovery_s / c.max_recovery_s);
+        if ratio.is_finite() { ratio } else { f64::INFINITY }
+    };
+    let chosen = match best_feasible {
+        Some(x) => x.clone(),
+        None => candidates.iter().min_by(|a, b| worst_ratio(a).total_cmp(&worst_ratio(b))).expect("validated: at least one candidate").clone(),
+    };
+    Ok(Decision { throughput, chosen, candidates })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Latency falls with the interval (less checkpoint overhead), recovery grows with it.
+    fn latency(i: f64, t: f64) -> f64 {
+        200.0 + 6_000.0 / i + t / 100.0
+    }
+    fn recovery(i: f64, t: f64) -> f64 {
+        5.0 + i * t / 10_000.0
+    }
+
+    #[test]
+    fn the_feasible_candidate_with_the_smallest_score_is_chosen() {
+        let c = Constraints::default();
+        let d = choose(&c, 10_000.0, latency, recovery).unwrap();
+        assert!(d.chosen.meets_constraints, "{d:?}");
+        // 10 s: latency 900 ms, recovery 15 s; 20 s: 600 ms, 25 s; ...; 110 s: 354 ms, 115 s.
+        let best = d.candidates.iter().filter(|x| x.meets_constraints).map(|x| x.score).fold(f64::INFINITY, f64::min);
+        assert_eq!(d.chosen.score, best);
+        assert!(d.candidates.iter().all(|x| x.meets_constraints == (x.latency_ms <= 1_000.0 && x.recovery_s <= 120.0)));
+        assert_eq!(d.candidates.len(), 12);
+    }
+
+    #[test]
+    fn higher_load_moves_the_choice_to_shorter_intervals() {
+        let c = Constraints::default();
+        let low = choose(&c, 2_000.0, latency, recovery).unwrap();
+        let high = choose(&c, 40_000.0, latency, recovery).unwrap();
+        assert!(high.chosen.interval_s < low.chosen.interval_s, "{} vs {}", high.chosen.interval_s, low.chosen.interval_s);
+    }
+
+    #[test]
+    fn when_nothing_meets_both_the_least_bad_is_chosen_and_marked() {
+        let c = Constraints { max_recovery_s: 1.0, ..Constraints::default() };
+        let d = choose(&c, 10_000.0, latency, recovery).unwrap();
+        assert!(!d.chosen.meets_constraints);
+        assert!(d.candidates.iter().all(|x| !x.meets_constraints));
+        assert_eq!(d.chosen.interval_s, 10.0, "the shortest interval has the smallest recovery ratio: {d:?}");
+    }
+
+    #[test]
+    fn non_positive_or_infinite_predictions_never_meet_the_constraints() {
+        let c = Constraints::default();
+        let d = choose(&c, 100.0, |i, _| if i < 50.0 { -5.0 } else { 500.0 }, |i, _| if i > 100.0 { f64::INFINITY } else { 30.0 }).unwrap();
+        assert!(d.chosen.meets_constraints);
+        assert!((50.0..=100.0).contains(&d.chosen.interval_s), "{d:?}");
+    }
+
+    #[test]
+    fn bad_constraints_are_errors_naming_the_value_and_the_range() {
+        let e = choose(&Constraints { candidates_s: vec![10.0, 0.5], ..Constraints::default() }, 1.0, latency, recovery).unwrap_err().to_string();
+        assert!(e.contains("0.5") && e.contains("≥ 1 s"), "{e}");
+        let e = choose(&Constraints { max_latency_ms: 0.0, ..Constraints::default() }, 1.0, latency, recovery).unwrap_err().to_string();
+        assert!(e.contains("latency") && e.contains("> 0"), "{e}");
+        let e = choose(&Constraints::default(), f64::NAN, latency, recovery).unwrap_err().to_string();
+        assert!(e.contains("throughput"), "{e}");
+    }
+}

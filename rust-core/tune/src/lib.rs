@@ -1,0 +1,26 @@
+//! The decisions of `fragstate tune`, the checkpoint-interval controller of
+//! issue 15 (the Khaos idea: FedCSIS 2022), kept free of I/O so that every
+//! one of them is testable from numbers alone; the adapters that read Flink's
+//! REST API and trigger checkpoints sit above this crate.
+//!
+//! Khaos's three phases, and where each decision lives:
+//! 1. steady state: the job's throughput and latency over time (collected by the adapter);
+//! 2. failure experiments on a shadow copy of the job at chosen intervals and
+//!    loads → [`model`]: recovery time and latency as linear models of the
+//!    interval and the throughput, with their fit (R², residuals);
+//!    [`predict`]: the recovery time fragstate's own figures give directly
+//!    (detection, restart, state bytes over the restore throughput, replay);
+//! 3. continuously: [`forecast`] the throughput (ARIMA(p,1,0) by least
+//!    squares), then [`choose`] the candidate interval that minimises
+//!    latency/latency-constraint + recovery/recovery-constraint with both
+//!    under their constraints (Khaos's defaults: 10–120 s, 1,000 ms, 120 s).
+
+pub mod choose;
+pub mod forecast;
+pub mod model;
+pub mod predict;
+
+pub use choose::{choose, Constraints, Decision};
+pub use forecast::{forecast_throughput, Forecast};
+pub use model::{Experiment, Fit, Model, Term};
+pub use predict::RecoveryFigures;

@@ -13,14 +13,18 @@
 //! 3. continuously: [`forecast`] the throughput (ARIMA(p,1,0) by least
 //!    squares), then [`choose`] the candidate interval that minimises
 //!    latency/latency-constraint + recovery/recovery-constraint with both
-//!    under their constraints (Khaos's defaults: 10–120 s, 1,000 ms, 120 s).
+//!    under their constraints (Khaos's defaults: 10–120 s, 1,000 ms, 120 s);
+//!    [`controller`]: the state machine that turns polls of the job's record
+//!    count into decisions and checkpoint triggers.
 
 pub mod choose;
+pub mod controller;
 pub mod forecast;
 pub mod model;
 pub mod predict;
 
-pub use choose::{choose, Constraints, Decision};
+pub use choose::{choose, Candidate, Constraints, Decision};
+pub use controller::{Action, Controller, ControllerConfig, RecoveryPredictor};
 pub use forecast::{forecast_throughput, Forecast};
 pub use model::{Experiment, Fit, Model, Term};
 pub use predict::RecoveryFigures;

@@ -1,0 +1,266 @@
+//! The controller as a state machine without I/O: fed the job's cumulative
+//! input record count at each poll and the outcome of each checkpoint it
+//! asked for, it answers with what to do — trigger a checkpoint now, or a new
+//! decision to log. The adapter (`fragstate tune`) only polls Flink and
+//! carries the actions out, so every timing rule here is tested from numbers.
+
+use std::collections::VecDeque;
+
+use fragstate_core::{Error, Result};
+use serde::Serialize;
+
+use crate::choose::{choose, Constraints, Decision};
+use crate::forecast::forecast_throughput;
+use crate::model::Model;
+use crate::predict::RecoveryFigures;
+
+/// Where the recovery-time prediction comes from.
+#[derive(Clone, Debug)]
+pub enum RecoveryPredictor {
+    /// The regression fitted to failure experiments.
+    Regression(Model),
+    /// fragstate's restore figures, for a failure at a random moment (half an interval lost).
+    Fragstate(RecoveryFigures),
+}
+
+impl RecoveryPredictor {
+    pub fn predict(&self, interval_s: f64, throughput: f64) -> f64 {
+        match self {
+            RecoveryPredictor::Regression(m) => m.predict(interval_s, throughput),
+            RecoveryPredictor::Fragstate(f) => f.expected_recovery_s(interval_s, throughput),
+        }
+    }
+}
+
+/// How the controller runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct ControllerConfig {
+    pub constraints: Constraints,
+    /// Seconds between decisions.
+    pub decide_every_s: f64,
+    /// Throughput samples kept for the forecast (one per poll).
+    pub history: usize,
+    /// Lags of the ARIMA(p,1,0) forecast.
+    pub lags: usize,
+    /// Polls ahead the forecast looks; the decision plans for the highest load forecast in them.
+    pub horizon: usize,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        ControllerConfig { constraints: Constraints::default(), decide_every_s: 30.0, history: 300, lags: 2, horizon: 30 }
+    }
+}
+
+impl ControllerConfig {
+    pub fn validate(&self) -> Result<()> {
+        self.constraints.validate()?;
+        if !(self.decide_every_s.is_finite() && self.decide_every_s >= 1.0) {
+            return Err(Error::invalid("decision period (s)", self.decide_every_s, "≥ 1 s"));
+        }
+        let need = 2 * self.lags + 3;
+        if self.history < need {
+            return Err(Error::invalid("throughput history (samples)", self.history, format!("≥ {need} (2 × lags + 3)")));
+        }
+        if self.horizon == 0 {
+            return Err(Error::invalid("forecast horizon (polls)", 0, "≥ 1"));
+        }
+        Ok(())
+    }
+}
+
+/// What the adapter should do.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum Action {
+    /// Trigger a checkpoint now (none of ours is in flight and the interval has passed).
+    Checkpoint,
+    /// A new decision (log it; the interval it chose applies from now on).
+    Decided(Decision),
+}
+
+/// The controller's state between polls.
+#[derive(Debug)]
+pub struct Controller {
+    cfg: ControllerConfig,
+    latency: Model,
+    recovery: RecoveryPredictor,
+    /// Input records per second, one per poll, oldest first.
+    throughput: VecDeque<f64>,
+    last_poll: Option<(f64, u64)>,
+    last_decision_s: Option<f64>,
+    interval_s: f64,
+    /// When the last checkpoint we triggered (or the start) was; the next is due an interval later.
+    last_checkpoint_s: f64,
+    in_flight: bool,
+    restarts_seen: u64,
+}
+
+impl Controller {
+    /// A controller starting at `now_s` with the smallest candidate interval
+    /// until it has the history for a forecast (the safe side for recovery).
+    pub fn new(cfg: ControllerConfig, latency: Model, recovery: RecoveryPredictor, now_s: f64) -> Result<Controller> {
+        cfg.validate()?;
+        let interval_s = cfg.constraints.candidates_s.iter().copied().fold(f64::INFINITY, f64::min);
+        Ok(Controller {
+            cfg,
+            latency,
+            recovery,
+            throughput: VecDeque::new(),
+            last_poll: None,
+            last_decision_s: None,
+            interval_s,
+            last_checkpoint_s: now_s,
+            in_flight: false,
+            restarts_seen: 0,
+        })
+    }
+
+    /// The interval in force.
+    pub fn interval_s(&self) -> f64 {
+        self.interval_s
+    }
+
+    /// Times the record count went backwards (the job restarted and its counters with it).
+    pub fn restarts_seen(&self) -> u64 {
+        self.restarts_seen
+    }
+
+    /// A poll at `now_s` (seconds, monotonic) that read `records` input records in all.
+    pub fn observe(&mut self, now_s: f64, records: u64) -> Vec<Action> {
+        match self.last_poll {
+            Some((_, r)) if records < r => self.restarts_seen += 1,
+            Some((t, r)) if now_s > t => {
+                self.throughput.push_back((records - r) as f64 / (now_s - t));
+                if self.throughput.len() > self.cfg.history {
+                    self.throughput.pop_front();
+                }
+            }
+            _ => {}
+        }
+        self.last_poll = Some((now_s, records));
+        let mut actions = Vec::new();
+        let decision_due = self.last_decision_s.is_none_or(|t| now_s - t >= self.cfg.decide_every_s);
+        if decision_due && self.throughput.len() >= 2 * self.cfg.lags + 3 {
+            if let Some(d) = self.decide() {
+                self.last_decision_s = Some(now_s);
+                self.interval_s = d.chosen.interval_s;
+                actions.push(Action::Decided(d));
+            }
+        }
+        if !self.in_flight && now_s - self.last_checkpoint_s >= self.interval_s {
+            self.in_flight = true;
+            self.last_checkpoint_s = now_s;
+            actions.push(Action::Checkpoint);
+        }
+        actions
+    }
+
+    /// The checkpoint last asked for has ended (completed or failed): the next may be triggered.
+    pub fn checkpoint_ended(&mut self) {
+        self.in_flight = false;
+    }
+
+    fn decide(&self) -> Option<Decision> {
+        let history: Vec<f64> = self.throughput.iter().copied().collect();
+        let forecast = forecast_throughput(&history, self.cfg.lags, self.cfg.horizon).ok()?;
+        // Plan for the busiest moment ahead; a forecast below zero means no load.
+        let load = forecast.values.iter().copied().fold(0.0, f64::max);
+        choose(&self.cfg.constraints, load, |i, t| self.latency.predict(i, t), |i, t| self.recovery.predict(i, t)).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Experiment, Model};
+
+    /// Models from exact experiments: latency 200 + 6000/i + t/100 ms, recovery 5 + i·t/10,000 s.
+    fn models() -> (Model, Model) {
+        let mut e = Vec::new();
+        for i in [10.0, 30.0, 60.0, 120.0] {
+            for t in [1_000.0, 5_000.0, 20_000.0] {
+                e.push(Experiment { interval_s: i, throughput: t, latency_ms: 200.0 + 6_000.0 / i + t / 100.0, recovery_s: 5.0 + i * t / 10_000.0 });
+            }
+        }
+        (Model::latency(&e).unwrap(), Model::recovery(&e).unwrap())
+    }
+
+    fn controller() -> Controller {
+        let (l, r) = models();
+        Controller::new(ControllerConfig { history: 20, horizon: 5, decide_every_s: 10.0, ..ControllerConfig::default() }, l, RecoveryPredictor::Regression(r), 0.0).unwrap()
+    }
+
+    /// Polls once a second from `from` for `secs` seconds at `rate` records/s, starting at `records`; the actions.
+    fn run(c: &mut Controller, from: u64, secs: u64, rate: u64, records: &mut u64) -> Vec<(u64, Action)> {
+        let mut out = Vec::new();
+        for s in from..from + secs {
+            *records += rate;
+            for a in c.observe(s as f64, *records) {
+                if a == Action::Checkpoint {
+                    c.checkpoint_ended();
+                }
+                out.push((s, a));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn starts_at_the_shortest_interval_and_decides_once_the_history_allows() {
+        let mut c = controller();
+        assert_eq!(c.interval_s(), 10.0);
+        let mut records = 0;
+        let acts = run(&mut c, 1, 130, 2_000, &mut records);
+        let first_decision = acts.iter().find(|(_, a)| matches!(a, Action::Decided(_))).map(|(s, _)| *s).unwrap();
+        // 7 throughput samples (2 lags) need 8 polls.
+        assert_eq!(first_decision, 8);
+        // At 2,000 records/s: 60 s scores 320/1000 + 17/120 = 0.462, its neighbours 50 s 0.465
+        // and 70 s 0.464, 10 s 0.878.
+        assert_eq!(c.interval_s(), 60.0);
+        let checkpoints: Vec<u64> = acts.iter().filter(|(_, a)| *a == Action::Checkpoint).map(|(s, _)| *s).collect();
+        assert_eq!(checkpoints, vec![60, 120]);
+    }
+
+    #[test]
+    fn a_rising_load_shortens_the_interval() {
+        let mut c = controller();
+        let mut records = 0;
+        run(&mut c, 1, 30, 1_000, &mut records);
+        let calm = c.interval_s();
+        run(&mut c, 31, 30, 30_000, &mut records);
+        assert!(c.interval_s() < calm, "{} then {}", calm, c.interval_s());
+    }
+
+    #[test]
+    fn no_second_checkpoint_while_one_is_in_flight() {
+        let mut c = controller();
+        let mut n = 0;
+        let mut records = 0;
+        for s in 1..=100u64 {
+            records += 1_000;
+            n += c.observe(s as f64, records).iter().filter(|a| **a == Action::Checkpoint).count();
+        }
+        assert_eq!(n, 1, "never told that the first checkpoint ended");
+        c.checkpoint_ended();
+        records += 1_000;
+        assert!(c.observe(300.0, records).contains(&Action::Checkpoint), "due once it ended (the longest candidate is 120 s)");
+    }
+
+    #[test]
+    fn a_counter_reset_is_a_restart_not_a_negative_rate() {
+        let mut c = controller();
+        let mut records = 0;
+        run(&mut c, 1, 20, 1_000, &mut records);
+        c.observe(21.0, 500);
+        assert_eq!(c.restarts_seen(), 1);
+        assert!(c.throughput.iter().all(|t| *t >= 0.0));
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        let (l, r) = models();
+        let cfg = ControllerConfig { history: 4, ..ControllerConfig::default() };
+        let e = Controller::new(cfg, l, RecoveryPredictor::Regression(r), 0.0).unwrap_err().to_string();
+        assert!(e.contains("history") && e.contains("≥ 7"), "{e}");
+    }
+}

@@ -1,11 +1,13 @@
 //! The `fragstate` command: standalone storage nodes, object operations on a
 //! cluster (put, get, rm, ls, stats), cluster keys, benchmarks of the codec,
-//! the in-process mesh and the network, and `inspect` for stored files.
+//! the in-process mesh and the network, `inspect` for stored files, and `tune`,
+//! the checkpoint-interval controller.
 
 mod args;
 mod bench;
 mod cluster;
 mod cmd;
+mod flink_rest;
 
 use std::path::PathBuf;
 
@@ -90,6 +92,9 @@ enum Command {
         #[arg(long, value_enum)]
         bad: debug_frame::BadFrame,
     },
+    /// Tunes the checkpoint interval of a running Flink job (Khaos): models from failure
+    /// experiments, a throughput forecast, checkpoints triggered through the REST API.
+    Tune(tune::TuneArgs),
     /// Attacks one node of a running cluster for a while as a hostile peer (tests).
     #[command(hide = true)]
     DebugAttack(debug_attack::AttackArgs),
@@ -158,6 +163,7 @@ fn main() {
         Command::Stats { cluster, json } => stats::stats(cluster, json),
         Command::DebugFrame { cluster, bad } => debug_frame::debug_frame(cluster, bad),
         Command::DebugAttack(a) => debug_attack::debug_attack(a),
+        Command::Tune(a) => tune::tune(a),
     };
     if let Err(e) = result {
         eprintln!("fragstate: {e}");

@@ -38,11 +38,11 @@ pub struct ControllerConfig {
     pub constraints: Constraints,
     /// Seconds between decisions.
     pub decide_every_s: f64,
-    /// Throughput samples kept for the forecast (one per poll).
+    /// Throughput samples kept for the forecast (one per change of the record count).
     pub history: usize,
     /// Lags of the ARIMA(p,1,0) forecast.
     pub lags: usize,
-    /// Polls ahead the forecast looks; the decision plans for the highest load forecast in them.
+    /// Samples ahead the forecast looks; the decision plans for the highest load forecast in them.
     pub horizon: usize,
 }
 
@@ -69,6 +69,9 @@ impl ControllerConfig {
     }
 }
 
+/// Seconds without a change of the record count after which the job counts as idle (a 0 sample).
+pub const STALE_AFTER_S: f64 = 60.0;
+
 /// What the adapter should do.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum Action {
@@ -86,7 +89,10 @@ pub struct Controller {
     recovery: RecoveryPredictor,
     /// Input records per second, one per poll, oldest first.
     throughput: VecDeque<f64>,
-    last_poll: Option<(f64, u64)>,
+    /// When the record count last changed, and to what.
+    last_change: Option<(f64, u64)>,
+    /// Whether `last_change` is a moment the count changed (not just the first poll).
+    anchored: bool,
     last_decision_s: Option<f64>,
     interval_s: f64,
     /// When the last checkpoint we triggered (or the start) was; the next is due an interval later.
@@ -106,7 +112,8 @@ impl Controller {
             latency,
             recovery,
             throughput: VecDeque::new(),
-            last_poll: None,
+            last_change: None,
+            anchored: false,
             last_decision_s: None,
             interval_s,
             last_checkpoint_s: now_s,
@@ -126,18 +133,33 @@ impl Controller {
     }
 
     /// A poll at `now_s` (seconds, monotonic) that read `records` input records in all.
+    ///
+    /// Flink's REST API refreshes job metrics every `metrics.fetcher.update-interval`
+    /// (10 s by default), so most polls see the count unchanged: a sample is the rate
+    /// between two changes of the count, or 0 after [`STALE_AFTER_S`] without one.
     pub fn observe(&mut self, now_s: f64, records: u64) -> Vec<Action> {
-        match self.last_poll {
-            Some((_, r)) if records < r => self.restarts_seen += 1,
-            Some((t, r)) if now_s > t => {
+        match self.last_change {
+            Some((_, r)) if records < r => {
+                self.restarts_seen += 1;
+                self.last_change = Some((now_s, records));
+                self.anchored = false;
+            }
+            // The first change after the start (or a restart) only anchors the clock: when the
+            // count changed before the first poll is unknown.
+            Some(_) if records > self.last_change.map_or(0, |(_, r)| r) && !self.anchored => {
+                self.last_change = Some((now_s, records));
+                self.anchored = true;
+            }
+            Some((t, r)) if now_s > t && (records > r || now_s - t >= STALE_AFTER_S) => {
                 self.throughput.push_back((records - r) as f64 / (now_s - t));
                 if self.throughput.len() > self.cfg.history {
                     self.throughput.pop_front();
                 }
+                self.last_change = Some((now_s, records));
             }
-            _ => {}
+            Some(_) => {}
+            None => self.last_change = Some((now_s, records)),
         }
-        self.last_poll = Some((now_s, records));
         let mut actions = Vec::new();
         let decision_due = self.last_decision_s.is_none_or(|t| now_s - t >= self.cfg.decide_every_s);
         if decision_due && self.throughput.len() >= 2 * self.cfg.lags + 3 {
@@ -212,8 +234,8 @@ mod tests {
         let mut records = 0;
         let acts = run(&mut c, 1, 130, 2_000, &mut records);
         let first_decision = acts.iter().find(|(_, a)| matches!(a, Action::Decided(_))).map(|(s, _)| *s).unwrap();
-        // 7 throughput samples (2 lags) need 8 polls.
-        assert_eq!(first_decision, 8);
+        // 7 throughput samples (2 lags) need 9 polls: the first reads the count, the second anchors the clock.
+        assert_eq!(first_decision, 9);
         // At 2,000 records/s: 60 s scores 320/1000 + 17/120 = 0.462, its neighbours 50 s 0.465
         // and 70 s 0.464, 10 s 0.878.
         assert_eq!(c.interval_s(), 60.0);
@@ -254,6 +276,21 @@ mod tests {
         c.observe(21.0, 500);
         assert_eq!(c.restarts_seen(), 1);
         assert!(c.throughput.iter().all(|t| *t >= 0.0));
+    }
+
+    #[test]
+    fn a_count_refreshed_every_10_s_gives_the_mean_rate_and_silence_gives_zero() {
+        let mut c = controller();
+        let mut records = 0;
+        for s in 1..=45u64 {
+            if s % 10 == 0 {
+                records += 10 * 3_000;
+            }
+            c.observe(s as f64, records);
+        }
+        assert_eq!(c.throughput.iter().copied().collect::<Vec<_>>(), vec![3_000.0; 3], "10 anchors; 10→20, 20→30, 30→40");
+        c.observe(100.0, records);
+        assert_eq!(c.throughput.back(), Some(&0.0), "60 s without a change");
     }
 
     #[test]

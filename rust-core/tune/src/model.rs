@@ -4,11 +4,11 @@
 //! fit quality so a decision can say how far to trust it.
 
 use fragstate_core::{Error, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One failure experiment (or one steady-state window, for latency): the
 /// conditions and what was measured.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Experiment {
     /// Checkpoint interval in seconds.
     pub interval_s: f64,

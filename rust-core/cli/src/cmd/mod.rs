@@ -13,3 +13,4 @@ pub(crate) mod node;
 pub(crate) mod put;
 pub(crate) mod rm;
 pub(crate) mod stats;
+pub(crate) mod tune;

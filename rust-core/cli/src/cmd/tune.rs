@@ -1,0 +1,150 @@
+//! `fragstate tune`: the checkpoint-interval controller (issue 15) beside a
+//! running Flink job. It fits the latency and recovery-time models to the
+//! failure experiments given, then polls the job's input record count,
+//! forecasts the load, chooses the interval and triggers each checkpoint
+//! through Flink's REST API (run the job with a long configured interval: it
+//! is the fallback when the controller stops). Every model, decision and
+//! checkpoint is one JSON line on stdout.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use fragstate_core::{Error, Result};
+use fragstate_tune::{Action, Constraints, Controller, ControllerConfig, Experiment, Model, RecoveryFigures, RecoveryPredictor};
+use serde_json::json;
+
+use crate::args::parse_secs;
+use crate::flink_rest::{CheckpointStatus, FlinkRest};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum RecoveryFrom {
+    /// The regression fitted to the failure experiments.
+    Experiments,
+    /// fragstate's restore figures (`--figures`).
+    Fragstate,
+}
+
+#[derive(Args)]
+pub(crate) struct TuneArgs {
+    /// The JobManager's REST endpoint.
+    #[arg(long, default_value = "http://localhost:8081")]
+    flink: String,
+    /// The job to control (default: the one running job).
+    #[arg(long)]
+    job: Option<String>,
+    /// Failure experiments: a JSON array of {interval_s, throughput, latency_ms, recovery_s}.
+    #[arg(long)]
+    experiments: PathBuf,
+    /// What predicts the recovery time.
+    #[arg(long, value_enum, default_value = "experiments")]
+    recovery: RecoveryFrom,
+    /// fragstate's figures for `--recovery fragstate`: a JSON object {detection_s, restart_s,
+    /// state_bytes, restore_bytes_per_s, max_throughput}.
+    #[arg(long, required_if_eq("recovery", "fragstate"))]
+    figures: Option<PathBuf>,
+    /// Mean end-to-end latency allowed, in milliseconds.
+    #[arg(long, default_value_t = 1_000.0)]
+    max_latency_ms: f64,
+    /// Recovery time allowed, in seconds.
+    #[arg(long, default_value_t = 120.0)]
+    max_recovery_s: f64,
+    /// Candidate intervals in seconds, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "10,20,30,40,50,60,70,80,90,100,110,120")]
+    candidates: Vec<f64>,
+    /// Seconds between decisions.
+    #[arg(long, default_value = "30", value_parser = parse_secs)]
+    decide_every: Duration,
+    /// Seconds between polls of the job.
+    #[arg(long, default_value = "1", value_parser = parse_secs)]
+    poll_every: Duration,
+    /// Lags of the ARIMA(p,1,0) throughput forecast.
+    #[arg(long, default_value_t = 2)]
+    lags: usize,
+    /// Throughput samples (polls) the forecast is fitted to.
+    #[arg(long, default_value_t = 300)]
+    history: usize,
+    /// Polls ahead the decision plans for (the busiest forecast one counts).
+    #[arg(long, default_value_t = 30)]
+    horizon: usize,
+    /// Stop after this many seconds (default: until interrupted).
+    #[arg(long, value_parser = parse_secs)]
+    seconds: Option<Duration>,
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path, what: &str) -> Result<T> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(format!("read {what} {}", path.display()), e))?;
+    serde_json::from_str(&text).map_err(|e| Error::format(format!("{what} {}", path.display()), e.to_string()))
+}
+
+pub(crate) fn tune(a: TuneArgs) -> Result<()> {
+    let experiments: Vec<Experiment> = read_json(&a.experiments, "failure experiments")?;
+    let latency = Model::latency(&experiments)?;
+    let recovery = match a.recovery {
+        RecoveryFrom::Experiments => RecoveryPredictor::Regression(Model::recovery(&experiments)?),
+        RecoveryFrom::Fragstate => {
+            let f: RecoveryFigures = read_json(a.figures.as_ref().expect("clap requires --figures"), "fragstate figures")?;
+            f.validate()?;
+            RecoveryPredictor::Fragstate(f)
+        }
+    };
+    let cfg = ControllerConfig {
+        constraints: Constraints { max_latency_ms: a.max_latency_ms, max_recovery_s: a.max_recovery_s, candidates_s: a.candidates.clone() },
+        decide_every_s: a.decide_every.as_secs_f64(),
+        history: a.history,
+        lags: a.lags,
+        horizon: a.horizon,
+    };
+    let recovery_model = match &recovery {
+        RecoveryPredictor::Regression(m) => json!({"from": "experiments", "model": m}),
+        RecoveryPredictor::Fragstate(f) => json!({"from": "fragstate", "figures": f}),
+    };
+    let mut ctl = Controller::new(cfg.clone(), latency.clone(), recovery, 0.0)?;
+    println!("{}", json!({"event": "models", "experiments": experiments.len(), "latency": latency, "recovery": recovery_model, "config": cfg}));
+
+    let rest = FlinkRest::new(&a.flink, Duration::from_secs(10))?;
+    let job = match &a.job {
+        Some(j) => j.clone(),
+        None => rest.running_job()?,
+    };
+    let start = Instant::now();
+    let mut pending: Option<(String, f64)> = None;
+    while a.seconds.is_none_or(|s| start.elapsed() < s) {
+        let now = start.elapsed().as_secs_f64();
+        match rest.source_records(&job) {
+            Ok(records) => {
+                for action in ctl.observe(now, records) {
+                    match action {
+                        Action::Decided(d) => println!("{}", json!({"event": "decision", "t": now, "decision": d})),
+                        Action::Checkpoint => match rest.trigger_checkpoint(&job) {
+                            Ok(request) => pending = Some((request, now)),
+                            Err(e) => {
+                                eprintln!("fragstate tune: cannot trigger a checkpoint: {e}");
+                                ctl.checkpoint_ended();
+                            }
+                        },
+                    }
+                }
+            }
+            // A job that is restarting answers without metrics for a moment.
+            Err(e) => eprintln!("fragstate tune: cannot read the job's records (polling on): {e}"),
+        }
+        if let Some((request, asked)) = &pending {
+            let status = rest.checkpoint_status(&job, request);
+            let line = match &status {
+                Ok(CheckpointStatus::InProgress) => None,
+                Ok(CheckpointStatus::Completed { id }) => Some(json!({"event": "checkpoint", "t": now, "id": id, "seconds": now - asked})),
+                Ok(CheckpointStatus::Failed { cause }) => Some(json!({"event": "checkpoint failed", "t": now, "cause": cause})),
+                Err(e) => Some(json!({"event": "checkpoint unknown", "t": now, "error": e.to_string()})),
+            };
+            if let Some(line) = line {
+                println!("{line}");
+                pending = None;
+                ctl.checkpoint_ended();
+            }
+        }
+        std::thread::sleep(a.poll_every);
+    }
+    println!("{}", json!({"event": "stopped", "t": start.elapsed().as_secs_f64(), "interval_s": ctl.interval_s(), "restarts_seen": ctl.restarts_seen()}));
+    Ok(())
+}

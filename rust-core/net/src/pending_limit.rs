@@ -16,9 +16,12 @@ use libp2p::multiaddr::Protocol;
 use libp2p::swarm::{dummy, FromSwarm, ConnectionDenied, ConnectionId, NetworkBehaviour, THandler, THandlerInEvent, THandlerOutEvent, ToSwarm};
 use libp2p::{Multiaddr, PeerId};
 
-/// Half-open incoming connections from one address (an honest node opens
-/// one or two at a time; a NAT may put a few behind one address).
-pub const MAX_PENDING_INCOMING_PER_ADDRESS: u32 = 8;
+/// Half-open incoming connections from one address. An honest node opens one
+/// or two at a time, but every node of a host shares its address — several
+/// TaskManagers, and in tests and demos a whole cluster on loopback, dialling
+/// a node that just started — so the bound leaves room for a host's worth.
+/// A flood needs 128 / 16 = 8 addresses to fill the pending slots.
+pub const MAX_PENDING_INCOMING_PER_ADDRESS: u32 = 16;
 
 /// Where a connection comes from, for counting: an IPv4 address, or the
 /// /64 network of an IPv6 address (one host usually owns a whole /64).

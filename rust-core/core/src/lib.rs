@@ -7,6 +7,7 @@
 //! - [`format`](mod@format): versioned manifests, fragment headers and cell frames (`FORMAT.md`).
 //! - [`codec`]: one stripe ⇄ `k + m` checksummed cells (Reed–Solomon).
 //! - [`placement`]: which live nodes hold an object's fragments.
+//! - [`restore_model`]: the predicted restore time of coding parameters over measured holders, and adaptive mode's choice of them.
 //! - [`delete`]: what a delete removes on a node.
 //! - [`version`]: how the versions of one path are ordered (overwrites).
 //! - [`sample`]: deterministic bytes for tests and benchmarks.
@@ -52,6 +53,7 @@ pub mod heap;
 pub mod ids;
 pub mod params;
 pub mod placement;
+pub mod restore_model;
 pub mod sample;
 pub mod version;
 

@@ -1,0 +1,343 @@
+//! The restore-time model of adaptive mode (issue 14, started): what a
+//! restore of `S` bytes of state costs under coding parameters `(k, m, cell,
+//! compression)`, from what the reader knows about each holder and itself.
+//! No I/O: the measurements come in as numbers ([`PeerEstimate`] keeps them).
+//!
+//! The model. The reader fetches one fragment from each of `k` holders,
+//! chosen fastest first (data holders first among equals: no reconstruction).
+//! On the wire go `W = S · r` bytes (`r`: the compression ratio, 1 without),
+//! `W/k` from each chosen holder. Three stages run as a pipeline, so the
+//! slowest bounds the restore:
+//! - network: `max(max_i (W/k)/bw_i, W/ingress)` — the slowest chosen holder,
+//!   or the reader's own link;
+//! - requests: `rtt_max · ⌈stripes / read-ahead⌉` with `stripes = ⌈W/(k·cell)⌉`
+//!   — round trips the read-ahead cannot hide (small cells on long links);
+//! - CPU: `W/reconstruct` when a parity holder is among the `k`, plus
+//!   `S/decompress` when compressed.
+//!
+//! The choice ([`choose_params`]) minimises the mean predicted restore over
+//! the loss of any one holder (the restoring TaskManager holds none of its own
+//! state's fragments), with data fragments planned on the fastest nodes and
+//! parity on the next, within the bounds: at least the configured parity, at
+//! most the storage overhead `(k+m)/k` allowed.
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::params::{CodingParams, Compression};
+
+/// What a node's own transfers with one peer show: smoothed throughput and
+/// round-trip time, with how many samples and when the last came.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct PeerEstimate {
+    /// Smoothed bytes per second of transfers with the peer.
+    pub bytes_per_s: f64,
+    /// Smoothed seconds to the first byte of an answer.
+    pub rtt_s: f64,
+    /// Transfers seen.
+    pub samples: u64,
+    /// When the last one was seen (Unix ms).
+    pub updated_unix_ms: u64,
+}
+
+impl PeerEstimate {
+    /// Weight of a new sample in the moving averages.
+    pub const SMOOTHING: f64 = 0.2;
+
+    /// A transfer of `bytes` that took `seconds` (first byte after `rtt_s`), seen at `now_unix_ms`.
+    /// Samples of nothing or of no time are ignored.
+    pub fn observe(&mut self, bytes: u64, seconds: f64, rtt_s: f64, now_unix_ms: u64) {
+        if bytes == 0 || !(seconds.is_finite() && seconds > 0.0) || !rtt_s.is_finite() {
+            return;
+        }
+        let rate = bytes as f64 / seconds;
+        if self.samples == 0 {
+            (self.bytes_per_s, self.rtt_s) = (rate, rtt_s);
+        } else {
+            let a = Self::SMOOTHING;
+            self.bytes_per_s = a * rate + (1.0 - a) * self.bytes_per_s;
+            self.rtt_s = a * rtt_s + (1.0 - a) * self.rtt_s;
+        }
+        self.samples += 1;
+        self.updated_unix_ms = now_unix_ms;
+    }
+
+    /// Milliseconds since the last sample.
+    pub fn age_ms(&self, now_unix_ms: u64) -> u64 {
+        now_unix_ms.saturating_sub(self.updated_unix_ms)
+    }
+}
+
+/// A node that could hold (or holds) a fragment, as the reader sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Holder {
+    /// Bytes per second the reader gets from it.
+    pub bytes_per_s: f64,
+    /// Seconds to the first byte of an answer.
+    pub rtt_s: f64,
+}
+
+/// The reader's own figures for one compression setting.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct ReaderFigures {
+    /// Bytes per second its link takes in.
+    pub ingress_bytes_per_s: f64,
+    /// Bytes per second it reconstructs from parity.
+    pub reconstruct_bytes_per_s: f64,
+    /// Uncompressed bytes per second it decompresses.
+    pub decompress_bytes_per_s: f64,
+    /// Compressed / raw size of the state at this setting (1 without compression).
+    pub compression_ratio: f64,
+    /// Stripes requested ahead of the one being read.
+    pub read_ahead: usize,
+}
+
+/// A predicted restore and what bounds it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RestorePrediction {
+    /// The restore: the slowest of the three stages.
+    pub seconds: f64,
+    /// The slowest chosen holder or the reader's link.
+    pub network_s: f64,
+    /// Round trips the read-ahead cannot hide.
+    pub requests_s: f64,
+    /// Reconstruction from parity and decompression.
+    pub cpu_s: f64,
+    /// `network`, `requests` or `cpu`.
+    pub bound_by: &'static str,
+    /// Positions (in the holders given) of the `k` fetched from.
+    pub fetched_from: Vec<usize>,
+}
+
+/// The restore of `state_bytes` from `holders` (in fragment order: the first
+/// `k` hold data fragments, the rest parity; `None` for a lost one); `None`
+/// when fewer than `k` are left.
+pub fn predict_restore(state_bytes: f64, params: &CodingParams, holders: &[Option<Holder>], reader: &ReaderFigures) -> Option<RestorePrediction> {
+    let k = params.k();
+    let compressed = params.compression() != Compression::None;
+    let wire = state_bytes * if compressed { reader.compression_ratio } else { 1.0 };
+    let per_holder = wire / k as f64;
+    // Fastest first; among equals, data fragments (lower index) first.
+    let mut live: Vec<(usize, Holder)> = holders.iter().enumerate().filter_map(|(i, h)| h.map(|h| (i, h))).collect();
+    if live.len() < k {
+        return None;
+    }
+    let cost = |h: &Holder| per_holder / h.bytes_per_s + h.rtt_s;
+    live.sort_by(|(ia, a), (ib, b)| cost(a).total_cmp(&cost(b)).then(ia.cmp(ib)));
+    let chosen = &live[..k];
+    let network_s = chosen.iter().map(|(_, h)| per_holder / h.bytes_per_s).fold(wire / reader.ingress_bytes_per_s, f64::max);
+    let stripes = (wire / (k as f64 * params.cell_size() as f64)).ceil();
+    let rtt = chosen.iter().map(|(_, h)| h.rtt_s).fold(0.0, f64::max);
+    let requests_s = rtt * (stripes / reader.read_ahead.max(1) as f64).ceil();
+    let parity_used = chosen.iter().any(|(i, _)| *i >= k);
+    let cpu_s = if parity_used { wire / reader.reconstruct_bytes_per_s } else { 0.0 } + if compressed { state_bytes / reader.decompress_bytes_per_s } else { 0.0 };
+    let (seconds, bound_by) = [(network_s, "network"), (requests_s, "requests"), (cpu_s, "cpu")].into_iter().fold((0.0, "network"), |a, b| if b.0 > a.0 { b } else { a });
+    let mut fetched_from: Vec<usize> = chosen.iter().map(|(i, _)| *i).collect();
+    fetched_from.sort_unstable();
+    Some(RestorePrediction { seconds, network_s, requests_s, cpu_s, bound_by, fetched_from })
+}
+
+/// What adaptive mode may choose from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AdaptiveBounds {
+    /// Parity fragments at least (the losses every object must survive).
+    pub min_parity: usize,
+    /// Parity fragments at most.
+    pub max_parity: usize,
+    /// Data fragments at most.
+    pub max_data: usize,
+    /// Stored bytes per state byte at most, `(k + m) / k`.
+    pub max_overhead: f64,
+    /// Cell sizes to choose from (bytes).
+    pub cell_sizes: Vec<u64>,
+    /// Compression settings to choose from.
+    pub compressions: Vec<Compression>,
+}
+
+/// The parameters chosen and their predicted mean restore time over single-holder losses.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ParamChoice {
+    /// The parameters chosen.
+    pub params: CodingParams,
+    /// Their predicted restore, averaged over the loss of each one holder.
+    pub mean_restore_s: f64,
+    /// The prediction with every holder up.
+    pub intact: RestorePrediction,
+    /// Settings compared.
+    pub considered: usize,
+}
+
+/// Chooses `(k, m, cell, compression)` for `state_bytes` over the candidate
+/// `nodes` (the writer's own excluded), data fragments planned on the fastest
+/// nodes. `reader(c)` gives the reader's figures for compression `c`. Ties go
+/// to fewer fragments, then larger cells, then no compression (the settings'
+/// order in `bounds`).
+pub fn choose_params(state_bytes: f64, nodes: &[Holder], bounds: &AdaptiveBounds, reader: impl Fn(Compression) -> ReaderFigures) -> Result<ParamChoice> {
+    if nodes.len() < 1 + bounds.min_parity {
+        return Err(Error::invalid("storage nodes", nodes.len(), format!("≥ {} (1 data + {} parity fragments)", 1 + bounds.min_parity, bounds.min_parity)));
+    }
+    let mut fastest = nodes.to_vec();
+    fastest.sort_by(|a, b| b.bytes_per_s.total_cmp(&a.bytes_per_s));
+    let mut best: Option<ParamChoice> = None;
+    let mut considered = 0;
+    for n in 2..=nodes.len() {
+        for m in bounds.min_parity..=bounds.max_parity.min(n - 1) {
+            let k = n - m;
+            if k > bounds.max_data || n as f64 / k as f64 > bounds.max_overhead {
+                continue;
+            }
+            for &cell in &bounds.cell_sizes {
+                for &compression in &bounds.compressions {
+                    let Ok(params) = CodingParams::new(k, m, cell, compression) else { continue };
+                    considered += 1;
+                    let figures = reader(compression);
+                    let planned: Vec<Option<Holder>> = fastest[..n].iter().copied().map(Some).collect();
+                    let Some(intact) = predict_restore(state_bytes, &params, &planned, &figures) else { continue };
+                    let mean_restore_s = if m == 0 {
+                        f64::INFINITY
+                    } else {
+                        (0..n)
+                            .map(|lost| {
+                                let mut h = planned.clone();
+                                h[lost] = None;
+                                predict_restore(state_bytes, &params, &h, &figures).map_or(f64::INFINITY, |p| p.seconds)
+                            })
+                            .sum::<f64>()
+                            / n as f64
+                    };
+                    if best.as_ref().is_none_or(|b| mean_restore_s < b.mean_restore_s) {
+                        best = Some(ParamChoice { params, mean_restore_s, intact, considered: 0 });
+                    }
+                }
+            }
+        }
+    }
+    let mut best = best.ok_or_else(|| {
+        Error::invalid("adaptive bounds", format!("{bounds:?}"), format!("at least one valid setting for {} storage nodes", nodes.len()))
+    })?;
+    best.considered = considered;
+    Ok(best)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GBIT: f64 = 125e6;
+    const MBIT: f64 = 125e3;
+
+    fn reader(c: Compression) -> ReaderFigures {
+        ReaderFigures {
+            ingress_bytes_per_s: GBIT,
+            reconstruct_bytes_per_s: 3e9,
+            decompress_bytes_per_s: 800e6,
+            compression_ratio: if c == Compression::None { 1.0 } else { 0.5 },
+            read_ahead: 4,
+        }
+    }
+
+    fn node(bw: f64) -> Holder {
+        Holder { bytes_per_s: bw, rtt_s: 0.0005 }
+    }
+
+    fn rs(k: usize, m: usize) -> CodingParams {
+        CodingParams::new(k, m, 1 << 20, Compression::None).unwrap()
+    }
+
+    fn bounds() -> AdaptiveBounds {
+        AdaptiveBounds {
+            min_parity: 2,
+            max_parity: 3,
+            max_data: 6,
+            max_overhead: 2.0,
+            cell_sizes: vec![1 << 20, 256 << 10],
+            compressions: vec![Compression::None, Compression::Zstd { level: 1 }],
+        }
+    }
+
+    #[test]
+    fn equal_fast_holders_are_bound_by_the_readers_link() {
+        let h = vec![Some(node(GBIT)); 6];
+        let p = predict_restore(300e6, &rs(4, 2), &h, &reader(Compression::None)).unwrap();
+        assert_eq!(p.bound_by, "network");
+        assert!((p.seconds - 300e6 / GBIT).abs() < 1e-9, "{p:?}");
+        assert_eq!(p.fetched_from, vec![0, 1, 2, 3], "data fragments first among equals");
+        assert_eq!(p.cpu_s, 0.0);
+    }
+
+    #[test]
+    fn a_slow_data_holder_is_read_around_at_the_cost_of_a_reconstruction() {
+        let mut h = vec![Some(node(GBIT)); 6];
+        h[1] = Some(node(20.0 * MBIT));
+        let p = predict_restore(300e6, &rs(4, 2), &h, &reader(Compression::None)).unwrap();
+        assert_eq!(p.fetched_from, vec![0, 2, 3, 4]);
+        assert!((p.cpu_s - 300e6 / 3e9).abs() < 1e-9);
+        // With the slow holder and one more lost, it must be read: 75 MB at 2.5 MB/s.
+        h[0] = None;
+        h[4] = None;
+        h[5] = None;
+        assert!(predict_restore(300e6, &rs(4, 2), &h, &reader(Compression::None)).is_none(), "3 left of k = 4");
+        h[5] = Some(node(GBIT));
+        let p = predict_restore(300e6, &rs(4, 2), &h, &reader(Compression::None)).unwrap();
+        assert!((p.seconds - 75e6 / (20.0 * MBIT)).abs() < 1e-6, "{p:?}");
+    }
+
+    #[test]
+    fn small_cells_on_a_long_link_are_bound_by_requests() {
+        let h = vec![Some(Holder { bytes_per_s: GBIT, rtt_s: 0.05 }); 6];
+        let small = CodingParams::new(4, 2, 4096, Compression::None).unwrap();
+        let p = predict_restore(300e6, &small, &h, &reader(Compression::None)).unwrap();
+        assert_eq!(p.bound_by, "requests", "{p:?}");
+    }
+
+    #[test]
+    fn two_slow_nodes_of_eight_get_parity_and_the_choice_beats_the_default() {
+        let mut nodes = vec![node(GBIT); 6];
+        nodes.extend([node(20.0 * MBIT); 2]);
+        let c = choose_params(300e6, &nodes, &bounds(), reader).unwrap();
+        assert!(c.params.m() >= 2 && (c.params.k() + c.params.m()) as f64 / c.params.k() as f64 <= 2.0, "{c:?}");
+        // The default RS(4,2) on nodes taken in any order may put a slow node among the data.
+        let mut default_slow = vec![Some(node(20.0 * MBIT)), Some(node(GBIT)), Some(node(GBIT)), Some(node(GBIT)), Some(node(20.0 * MBIT)), Some(node(GBIT))];
+        let d = predict_restore(300e6, &rs(4, 2), &default_slow, &reader(Compression::None)).unwrap();
+        default_slow[1] = None;
+        let d_lost = predict_restore(300e6, &rs(4, 2), &default_slow, &reader(Compression::None)).unwrap();
+        assert!(c.mean_restore_s < d_lost.seconds && c.intact.seconds <= d.seconds + 1e-9, "{c:?} vs {d:?} / {d_lost:?}");
+        assert!(c.considered > 10);
+    }
+
+    #[test]
+    fn compression_only_where_the_links_are_slower_than_zstd() {
+        let fast = vec![node(10.0 * GBIT); 8];
+        let fast_reader = |c: Compression| ReaderFigures { ingress_bytes_per_s: 10.0 * GBIT, ..reader(c) };
+        assert_eq!(choose_params(300e6, &fast, &bounds(), fast_reader).unwrap().params.compression(), Compression::None);
+        let slow = vec![node(100.0 * MBIT); 8];
+        let slow_reader = |c: Compression| ReaderFigures { ingress_bytes_per_s: 100.0 * MBIT, ..reader(c) };
+        assert_eq!(choose_params(300e6, &slow, &bounds(), slow_reader).unwrap().params.compression(), Compression::Zstd { level: 1 });
+    }
+
+    #[test]
+    fn the_bounds_are_kept_and_too_few_nodes_is_an_error_naming_the_count() {
+        let nodes = vec![node(GBIT); 8];
+        let b = AdaptiveBounds { min_parity: 3, max_overhead: 1.6, ..bounds() };
+        let c = choose_params(300e6, &nodes, &b, reader).unwrap();
+        assert_eq!((c.params.k(), c.params.m()), (5, 3), "the only setting within 8 nodes: {c:?}");
+        // m ≥ 3 at an overhead ≤ 1.5 needs k ≥ 6: 9 nodes.
+        let e = choose_params(300e6, &nodes, &AdaptiveBounds { max_overhead: 1.5, ..b }, reader).unwrap_err().to_string();
+        assert!(e.contains("8 storage nodes"), "{e}");
+        let e = choose_params(300e6, &nodes[..2], &bounds(), reader).unwrap_err().to_string();
+        assert!(e.contains("= 2") && e.contains("≥ 3"), "{e}");
+    }
+
+    #[test]
+    fn estimates_smooth_and_ignore_empty_samples() {
+        let mut e = PeerEstimate::default();
+        e.observe(100, 1.0, 0.01, 1_000);
+        assert_eq!((e.bytes_per_s, e.samples), (100.0, 1));
+        e.observe(200, 1.0, 0.01, 2_000);
+        assert!((e.bytes_per_s - 120.0).abs() < 1e-9);
+        e.observe(0, 1.0, 0.01, 3_000);
+        e.observe(10, 0.0, 0.01, 3_000);
+        assert_eq!(e.samples, 2);
+        assert_eq!(e.age_ms(5_000), 3_000);
+    }
+}

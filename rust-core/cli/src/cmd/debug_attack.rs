@@ -101,18 +101,27 @@ async fn open_stream(node: &NetNode, peer: libp2p::PeerId) -> Option<libp2p::Str
     tokio::time::timeout(Duration::from_secs(1), node.open_raw_stream(peer)).await.ok()?.ok()
 }
 
-/// Writes a 4 MiB object of 1 MiB cells, then asks the victim for its cell
+/// Writes 4 MiB objects of 1 MiB cells until the victim holds a fragment of one (placement picks k + m of the live nodes), then asks the victim for its cell
 /// on stream after stream and never reads: each answer stalls in the
 /// stream's flow-control window and holds one of the victim's stream slots
 /// until its write timeout.
 async fn never_read(node: &NetNode, args: &ClusterArgs, victim: &NodeId, peer: libp2p::PeerId, until: Instant) -> Result<String> {
     let c = client(node, args, None)?;
-    let path = format!("fragstate://attack/never-read-{}", std::process::id());
-    let mut w = c.create(&path, true).await?;
-    w.write(&vec![0x5au8; 4 << 20]).await?;
-    w.close().await?;
-    let m = node.get_manifest(victim, &path).await?.ok_or_else(|| Error::NotFound { path: path.clone() })?;
-    let index = m.holders.iter().position(|h| h == victim).ok_or_else(|| Error::invalid("victim", victim, "a holder of the object"))?;
+    // k + m holders of more live nodes: write until the victim holds a fragment.
+    let mut held_by_victim = None;
+    for attempt in 0..20 {
+        let path = format!("fragstate://attack/never-read-{}-{attempt}", std::process::id());
+        let mut w = c.create(&path, true).await?;
+        w.write(&vec![0x5au8; 4 << 20]).await?;
+        w.close().await?;
+        if let Some(m) = node.get_manifest(victim, &path).await? {
+            if let Some(index) = m.holders.iter().position(|h| h == victim) {
+                held_by_victim = Some((path, m, index));
+                break;
+            }
+        }
+    }
+    let (path, m, index) = held_by_victim.ok_or_else(|| Error::invalid("victim", victim, "a holder of one of 20 objects written"))?;
     let request = wire::encode(&GetCellReq { path: path.clone(), write_id: m.write_id, index: index as u8, stripe: 0 });
     let (mut held, mut refused) = (Vec::new(), 0u64);
     while Instant::now() < until {

@@ -270,7 +270,7 @@ pub fn stripe_decode(data: &[u8]) {
     }
 }
 
-/// A scratch directory of this process for the disk targets: under
+/// A scratch directory of this process and thread for the disk targets: under
 /// `$FRAGSTATE_FUZZ_SCRATCH` (ci/fuzz.sh makes one and removes it after the
 /// run; the tests point it into the build directory), else the temp directory.
 pub(crate) fn scratch(name: &str) -> PathBuf {
@@ -281,7 +281,10 @@ pub(crate) fn scratch(name: &str) -> PathBuf {
         fs::create_dir_all(&dir).expect("create the fuzz scratch directory");
         dir
     });
-    let dir = root.join(name);
+    // One directory per thread too: `cargo test` runs the corpus tests in parallel threads,
+    // and two of them writing the same tombstone file raced (seen once in a workspace run).
+    let thread = format!("{:?}", std::thread::current().id()).replace(|c: char| !c.is_ascii_alphanumeric(), "");
+    let dir = root.join(format!("{name}-{thread}"));
     fs::create_dir_all(&dir).expect("create a fuzz scratch directory");
     dir
 }

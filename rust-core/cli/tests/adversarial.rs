@@ -104,11 +104,12 @@ fn row(attack: &str, rounds: &[f64], base: f64, detail: &str) -> String {
 
 /// A `key=value` figure of the attacker's report line.
 fn figure(report: &str, key: &str) -> u64 {
-    report
-        .split(' ')
-        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no {key} in {report:?}"))
+    field(report, key).parse().unwrap_or_else(|_| panic!("{key} in {report:?} is not a number"))
+}
+
+/// A `key=value` field of the attacker's report line.
+fn field<'a>(report: &'a str, key: &str) -> &'a str {
+    report.split(' ').find_map(|kv| kv.strip_prefix(&format!("{key}="))).unwrap_or_else(|| panic!("no {key} in {report:?}"))
 }
 
 /// A stat of node 0, the victim.
@@ -162,7 +163,7 @@ fn honest_traffic_survives_every_attack_on_a_node() {
     let liars: Vec<Child> = (0..2).map(|_| spawn_attacker(&c, &["--attack", "capacity-liar"], seconds)).collect();
     let (t, holders) = rounds_for(&c, seconds.saturating_sub(3), NODES + 2, &mut round);
     let reports: Vec<String> = liars.into_iter().map(report_of).collect();
-    let liar_peers: Vec<String> = reports.iter().map(|r| r.split(' ').find_map(|kv| kv.strip_prefix("peer=")).expect("peer in report").to_string()).collect();
+    let liar_peers: Vec<String> = reports.iter().map(|r| field(r, "peer").to_string()).collect();
     for r in &reports {
         assert!(figure(r, "fragments_dropped") > 0, "a liar was given no fragment to drop: {r}");
     }

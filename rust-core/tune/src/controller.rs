@@ -146,7 +146,7 @@ impl Controller {
             }
             // The first change after the start (or a restart) only anchors the clock: when the
             // count changed before the first poll is unknown.
-            Some(_) if records > self.last_change.map_or(0, |(_, r)| r) && !self.anchored => {
+            Some((_, r)) if records > r && !self.anchored => {
                 self.last_change = Some((now_s, records));
                 self.anchored = true;
             }

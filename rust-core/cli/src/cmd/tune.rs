@@ -61,10 +61,11 @@ pub(crate) struct TuneArgs {
     /// Lags of the ARIMA(p,1,0) throughput forecast.
     #[arg(long, default_value_t = 2)]
     lags: usize,
-    /// Throughput samples (polls) the forecast is fitted to.
+    /// Throughput samples the forecast is fitted to (one per change of the job's record count,
+    /// which Flink's REST API refreshes about every 10 s).
     #[arg(long, default_value_t = 300)]
     history: usize,
-    /// Polls ahead the decision plans for (the busiest forecast one counts).
+    /// Samples ahead the decision plans for (the busiest forecast one counts).
     #[arg(long, default_value_t = 30)]
     horizon: usize,
     /// Stop after this many seconds (default: until interrupted).

@@ -10,12 +10,12 @@
 # failure detected -> all subtasks RUNNING -> throughput back to 95 %), then checks the committed
 # output (nothing lost or duplicated, restored state byte-exact).
 #
-#   ci/bench.sh                     # the matrix: dc and edge, every system, 300 and 3000 MiB, one and two kills
+#   ci/bench.sh                     # the matrix: dc and edge, every system, 300 and 3000 MiB, one and two kills, job restart
 #   ci/bench.sh --quick             # dc, fragstate-rs42 vs hdfs, 32 MiB, one kill (the CI variant)
 #   ci/bench.sh --profile edge --systems fragstate-rs42,s3 --state-mb 300 --failures one
 #   ci/bench.sh --help
-# Options: --profile dc,edge|none  --systems fragstate-rs42,fragstate-rs22,hdfs,hdfs-ec,s3,file
-# --state-mb 300,3000  --failures one,two  --steady-seconds S (30)  --rate EVENTS/S (2000)
+# Options: --profile dc,edge|none  --systems fragstate-rs42,fragstate-rs22,fragstate-rs42-zstd,hdfs,hdfs-local,hdfs-ec,s3,file
+# --state-mb 300,3000  --failures one,two,job  --steady-seconds S (30)  --rate EVENTS/S (2000)
 # --out DIR (default integration-tests/bench/results/<UTC date>). FRAGSTATE_BENCH_SKIP_BUILD=1
 # uses the jars already built; FRAGSTATE_CARGO_PROFILE=ci|release (default release).
 #
@@ -30,9 +30,9 @@ source ci/lib/common.sh
 help_on_request "$@"
 
 profiles=dc,edge
-systems=fragstate-rs42,fragstate-rs22,hdfs,hdfs-ec,s3,file
+systems=fragstate-rs42,fragstate-rs22,fragstate-rs42-zstd,hdfs,hdfs-local,hdfs-ec,s3,file
 states=300,3000
-failures=one,two
+failures=one,two,job
 out="integration-tests/bench/results/$(date -u +%F)"
 extra=()
 while [ $# -gt 0 ]; do

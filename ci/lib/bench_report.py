@@ -9,7 +9,9 @@ duration, and the physical limit of the restore beside it: the state bytes the b
 TaskManager reads divided by its ingress link (1 Gbit/s), and for storage in the edge profile's
 cloud site, all restored bytes divided by the 100 Mbit/s WAN (with region failover every subtask
 restores at once). Ratios compare each system with fragstate RS(4,2) in the same profile, state
-size and failure.
+size and failure. Failures: one / two TaskManagers killed (kill -9), or job: the whole job cancelled
+and submitted again from its latest checkpoint (the clock starts at the resubmission). hdfs-local
+(task-local recovery) has no single limit: subtasks back on their TaskManager read its disk.
 """
 
 import glob
@@ -20,7 +22,9 @@ import sys
 
 LINK_BYTES_PER_S = 1e9 / 8
 WAN_BYTES_PER_S = 100e6 / 8
-REMOTE_IN_EDGE = {"hdfs", "hdfs-ec", "s3"}
+REMOTE_IN_EDGE = {"hdfs", "hdfs-local", "hdfs-ec", "s3"}
+FAILURE_TITLES = {"one": "one TaskManager killed", "two": "two TaskManagers killed",
+                  "job": "whole job restarted from its checkpoint"}
 
 
 def load(out):
@@ -86,7 +90,7 @@ def row(run):
         "killToAllRunningS": ms(rec.get("killToAllRunningMs")),
         "killToThroughputBackS": ms(rec.get("killToThroughputBackMs")),
         "maxRestoreS": ms(rec.get("maxRestoreMs")),
-        "restoreLimitS": round(limit_seconds(run), 2) if rec else None,
+        "restoreLimitS": round(limit_seconds(run), 2) if rec and run["system"] != "hdfs-local" else None,
         # every subtask restores at once (region failover): the state over the longest restore
         "restoredMBps": round(rec["stateBytes"] / rec["maxRestoreMs"] / 1e3) if rec.get("maxRestoreMs", -1) > 0 else None,
         "cpuBusyDuringRestore": restore_cpu(run),
@@ -158,7 +162,7 @@ def plots(out, runs, rows):
                           label="physical limit (bytes ÷ link)" if i == 0 else None)
         ax.set_xticks(list(x), names)
         ax.set_ylabel("seconds")
-        save(plt, fig, ax, f"recovery, {profile}, {state} MiB of state, {failure} TaskManager(s) killed",
+        save(plt, fig, ax, f"recovery, {profile}, {state} MiB of state, {FAILURE_TITLES.get(failure, failure)}",
              os.path.join(out, f"restore-{profile}-{state}mb-{failure}.png"))
 
         fig, ax = plt.subplots(figsize=(8, 4))
@@ -169,11 +173,12 @@ def plots(out, runs, rows):
             rated = [s for s in run.get("samples", []) if s["eventsPerSecond"] >= 0]
             ax.plot([(s["atMs"] - kill) / 1000 for s in rated], [s["eventsPerSecond"] for s in rated],
                     label=run["system"], linewidth=1)
-        ax.axvline(0, color="red", linewidth=0.8, label="kill -9")
+        what = "resubmission" if failure == "job" else "kill -9"
+        ax.axvline(0, color="red", linewidth=0.8, label=what)
         ax.set_xlim(-20, 90)
-        ax.set_xlabel("seconds after the kill")
+        ax.set_xlabel(f"seconds after the {what}")
         ax.set_ylabel("source events/s")
-        save(plt, fig, ax, f"throughput around the kill, {profile}, {state} MiB, {failure}",
+        save(plt, fig, ax, f"throughput around the failure, {profile}, {state} MiB, {FAILURE_TITLES.get(failure, failure)}",
              os.path.join(out, f"throughput-{profile}-{state}mb-{failure}.png"))
 
 

@@ -28,7 +28,13 @@ record BenchPlan(String profile, List<BenchSystem> systems, List<Integer> stateM
         /** {@code kill -9} of one TaskManager that runs stateful subtasks. */
         ONE(1),
         /** {@code kill -9} of two such TaskManagers at once. */
-        TWO(2);
+        TWO(2),
+        /**
+         * No host lost: the job is cancelled and submitted again from its latest retained
+         * checkpoint ({@code flink run -s}), so every TaskManager restores its share at once and
+         * every fragment holder is alive (an operator's restart, an upgrade, a moved cluster).
+         */
+        JOB(0);
 
         final int kills;
 
@@ -61,7 +67,7 @@ record BenchPlan(String profile, List<BenchSystem> systems, List<Integer> stateM
             try {
                 failures.add(Failure.valueOf(s.strip().toUpperCase(java.util.Locale.ROOT)));
             } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException("--failures '" + s + "': allowed are one, two");
+                throw new IllegalArgumentException("--failures '" + s + "': allowed are one, two, job");
             }
         }
         int tms = a.getInt("task-managers", 6);

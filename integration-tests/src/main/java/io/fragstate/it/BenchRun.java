@@ -78,6 +78,7 @@ final class BenchRun {
                 result.put("passed", true);
             } finally {
                 stopFlink();
+                deleteFlinkData();
             }
         } catch (Exception e) {
             result.put("passed", false);
@@ -110,10 +111,11 @@ final class BenchRun {
 
         long keys = (long) stateMb * (1 << 20) / VALUE_BYTES;
         Path output = runDir.resolve("output");
-        String jobId = submit(env, keys, output);
+        String jobId = submit(env, keys, output, null);
         result.put("jobId", jobId);
         waitFor("job " + jobId + " running", Duration.ofMinutes(2), () -> rest.allRunning(jobId));
         String source = rest.vertexId(jobId, SOURCE);
+        String running = jobId; // the job to stop and check at the end: the restarted one after a JOB failure
         try (BenchSampler sampler = new BenchSampler(rest, jobId, source)) {
             long t0 = System.currentTimeMillis();
             waitFor(keys + " keys created", Duration.ofMinutes(30), () -> rest.subtaskMetricSum(jobId, source, "numRecordsOut") >= keys);
@@ -127,14 +129,19 @@ final class BenchRun {
             long steadyEnd = System.currentTimeMillis();
             steady(rest, jobId, sampler, filled, steadyEnd);
             Map<String, Long> servedBefore = storage.bytesServed();
-            failAndRecover(rest, jobId, sampler, env, (double) result.get("steadyEventsPerSecond"));
+            double steadyRate = (double) result.get("steadyEventsPerSecond");
+            if (failure == BenchPlan.Failure.JOB) {
+                running = restartFromCheckpoint(rest, jobId, sampler, env, keys, output, steadyRate);
+            } else {
+                failAndRecover(rest, jobId, sampler, env, steadyRate);
+            }
             result.put("bytesServedDuringRecovery", delta(servedBefore, storage.bytesServed()));
             if (system.fragstate()) {
                 result.put("fragstateTaskManagerMetrics", FragstateFigures.taskManagerMetrics(rest));
             }
             result.put("samples", sampler.samples());
         }
-        stopAndCheck(env, rest, jobId, output);
+        stopAndCheck(env, rest, running, output);
     }
 
     /** Settings every system shares: hosts, memory, RocksDB incremental checkpoints every 5 s, failover. */
@@ -176,12 +183,17 @@ final class BenchRun {
         return Shell.run(repo, e, timeout, cmd);
     }
 
-    private String submit(Map<String, String> env, long keys, Path output) {
-        String out = flinkCli(env, Duration.ofMinutes(3), "run",
-                "-d", "-p", Integer.toString(plan.parallelism()), Artifacts.benchJobJar(repo).toString(),
+    /** {@code flink run} of the state-bench job; {@code restorePath}: a retained checkpoint to resume from, or null. */
+    private String submit(Map<String, String> env, long keys, Path output, String restorePath) {
+        List<String> args = new ArrayList<>(List.of("run", "-d", "-p", Integer.toString(plan.parallelism())));
+        if (restorePath != null) {
+            args.addAll(List.of("-s", restorePath));
+        }
+        args.addAll(List.of(Artifacts.benchJobJar(repo).toString(),
                 "--state-mb", Integer.toString(stateMb), "--value-bytes", Integer.toString(VALUE_BYTES),
                 "--fill-rate", Integer.toString(FILL_RATE), "--rate", Integer.toString(plan.rate()),
-                "--output", output.toUri().toString());
+                "--output", output.toUri().toString()));
+        String out = flinkCli(env, Duration.ofMinutes(3), args.toArray(String[]::new));
         Matcher m = JOB_ID.matcher(out);
         if (!m.find()) {
             throw new IllegalStateException("flink run printed no JobID:\n" + Shell.tail(out, 3000));
@@ -227,6 +239,59 @@ final class BenchRun {
         step(id() + ": kill -9 " + victims + " (pids " + pids + "), latest checkpoint " + latest.path("id").asLong()
                 + " holds " + stateBytes + " bytes of state");
         watch.awaitRecovered(tl, Duration.ofMinutes(15));
+        Map<String, Object> r = recovered(tl, sampler, steadyRate, stateBytes);
+        r.put("killedTaskManagers", victims);
+        for (String tm : victims) {
+            cluster(env, "start-tm", tm);
+        }
+        afterRecovery(rest, jobId, tl, r);
+    }
+
+    /**
+     * The whole job restarted, no host lost: cancelled once its checkpoints hold the full state,
+     * then submitted again from its latest retained checkpoint. The clock starts when the
+     * resubmission does (the old job is CANCELED by then), so the figures are those of the
+     * restart itself: {@code flink run} → every subtask RUNNING, the restore phase, throughput
+     * back. Returns the new job's id.
+     */
+    private String restartFromCheckpoint(FlinkRest rest, String jobId, BenchSampler sampler, Map<String, String> env,
+            long keys, Path output, double steadyRate) throws Exception {
+        rest.cancel(jobId);
+        waitFor("job " + jobId + " CANCELED", Duration.ofMinutes(2),
+                () -> "CANCELED".equals(rest.job(jobId).path("state").asText()));
+        // read after the cancel: a checkpoint may have completed between the last look and it
+        JsonNode latest = rest.checkpoints(jobId).path("latest").path("completed");
+        String path = latest.path("external_path").asText("");
+        if (path.isEmpty()) {
+            throw new IllegalStateException("job " + jobId + " has no retained checkpoint to restart from");
+        }
+        long stateBytes = latest.path("state_size").asLong();
+        RecoveryTimeline tl = new RecoveryTimeline();
+        tl.kind = "RESTART_JOB";
+        tl.killAtMs = System.currentTimeMillis();
+        step(id() + ": job " + jobId + " cancelled; submitting it again from checkpoint " + latest.path("id").asLong()
+                + " (" + stateBytes + " bytes of state, " + path + ")");
+        String restarted = submit(env, keys, output, path);
+        sampler.follow(restarted);
+        waitFor("job " + restarted + " restored and running", Duration.ofMinutes(15), () -> rest.allRunning(restarted)
+                && rest.checkpoints(restarted).path("counts").path("restored").asLong() > 0);
+        JsonNode cps = rest.checkpoints(restarted);
+        tl.restores = cps.path("counts").path("restored").asLong();
+        RecoveryWatch.recordRestore(tl, cps);
+        tl.collectSubtasks(rest, restarted, java.util.Set.of());
+        Map<String, Object> r = recovered(tl, sampler, steadyRate, stateBytes);
+        r.put("restartedJobId", restarted);
+        afterRecovery(rest, restarted, tl, r);
+        return restarted;
+    }
+
+    /**
+     * The figures of a recovery once every subtask runs again: timeline, longest restore of a
+     * stateful subtask, CPU, and the time until the sources' throughput is back to 95 % of the
+     * steady rate (waited for up to 2 minutes; -1 if it was not). Put into the result as "recovery".
+     */
+    private Map<String, Object> recovered(RecoveryTimeline tl, BenchSampler sampler, double steadyRate, long stateBytes)
+            throws InterruptedException {
         long back = -1;
         long deadline = System.currentTimeMillis() + 120_000;
         while (back < 0 && System.currentTimeMillis() < deadline) {
@@ -234,7 +299,7 @@ final class BenchRun {
             back = sampler.firstAtLeast(tl.allRunningAtMs, 0.95 * steadyRate);
         }
         Map<String, Object> r = new LinkedHashMap<>();
-        r.put("killedTaskManagers", victims);
+        r.put("kind", tl.kind);
         r.put("killAtMs", tl.killAtMs);
         r.put("stateBytes", stateBytes);
         r.put("restoredCheckpointId", tl.restoredCheckpointId);
@@ -250,9 +315,11 @@ final class BenchRun {
         step(id() + ": recovered: detected after " + tl.detectionMs() + " ms, all RUNNING after " + tl.killToRunningMs()
                 + " ms (restore, INITIALIZING→RUNNING, at most " + maxInit + " ms), throughput back after "
                 + r.get("killToThroughputBackMs") + " ms");
-        for (String tm : victims) {
-            cluster(env, "start-tm", tm);
-        }
+        return r;
+    }
+
+    /** Waits for the first checkpoint after the recovery, then records Flink's JobInitialization trace of it. */
+    private void afterRecovery(FlinkRest rest, String jobId, RecoveryTimeline tl, Map<String, Object> r) throws Exception {
         RecoveryWatch.awaitFirstCheckpoint(rest, jobId, tl, "a checkpoint after recovery", Duration.ofMinutes(5));
         // logged by the JobManager once the restored tasks report in; by now it has been
         r.put("jobInitialization", lastJobInitialization(tl.killAtMs));
@@ -321,6 +388,16 @@ final class BenchRun {
                 flinkDir.toString()));
         c.addAll(List.of(args));
         return Shell.run(repo, env, Duration.ofMinutes(5), c);
+    }
+
+    /** Flink's state on disk (RocksDB, working dirs, checkpoints, savepoints); logs and output stay. */
+    private void deleteFlinkData() {
+        try {
+            Shell.run(repo, Map.of(), Duration.ofMinutes(5), List.of("rm", "-rf", flinkDir.resolve("tmp").toString(),
+                    flinkDir.resolve("checkpoints").toString(), runDir.resolve("savepoints").toString()));
+        } catch (RuntimeException e) {
+            step("deleting the data of " + id() + " failed: " + e.getMessage());
+        }
     }
 
     private void stopFlink() {

@@ -23,7 +23,7 @@ final class BenchSampler implements AutoCloseable {
     private static final long WINDOW_MS = 2_000;
 
     private final FlinkRest rest;
-    private final String jobId;
+    private volatile String jobId;
     private final String sourceVertex;
     private final List<Sample> samples = new ArrayList<>();
     private final Thread thread;
@@ -94,6 +94,14 @@ final class BenchSampler implements AutoCloseable {
         } catch (IOException | RuntimeException e) {
             return new long[] {0, 0};
         }
+    }
+
+    /**
+     * Samples {@code newJobId} from now on: the same job graph submitted again (its vertex ids
+     * are the same; its counters start from 0, which the rate window already treats as new attempts).
+     */
+    void follow(String newJobId) {
+        this.jobId = newJobId;
     }
 
     List<Sample> samples() {

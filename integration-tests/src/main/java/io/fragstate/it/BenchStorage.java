@@ -63,10 +63,25 @@ final class BenchStorage implements AutoCloseable {
         return runDir.resolve("cluster.key");
     }
 
+    /** fragstate's {@code fragstate.store.dir}: the fragments every node holds, one node-N each. */
+    Path fragmentDir() {
+        return runDir.resolve("fragments");
+    }
+
+    /** The stored data of this run (fragments, HDFS blocks and names, S3 objects and buffers); logs stay. */
+    private void deleteData() {
+        List<String> cmd = new ArrayList<>(List.of("rm", "-rf"));
+        for (String d : List.of("fragments", "hdfs/nn", "hdfs/datanodes", "data", "s3a-buffer")) {
+            cmd.add(runDir.resolve(d).toString());
+        }
+        Shell.run(repo, Map.of(), Duration.ofMinutes(5), cmd);
+    }
+
     /** Where plain Flink puts checkpoints for {@code s}. */
     String checkpointUri(BenchSystem s) {
         switch (s) {
             case HDFS:
+            case HDFS_LOCAL:
             case HDFS_EC:
                 return hdfsUri + "/flink/checkpoints";
             case S3:
@@ -151,14 +166,16 @@ final class BenchStorage implements AutoCloseable {
         return Shell.run(repo, env, timeout, cmd);
     }
 
+    /** Stops the service, then deletes what it stored (a 3 GB run leaves up to 15 GB). */
     @Override
     public void close() {
-        if (started) {
-            try {
+        try {
+            if (started) {
                 run(Duration.ofMinutes(1), null, serviceScript(), "stop", runDir.toString());
-            } catch (RuntimeException e) {
-                Report.step("stopping " + serviceScript() + " failed: " + e.getMessage());
             }
+            deleteData();
+        } catch (RuntimeException e) {
+            Report.step("stopping " + system.id + "'s storage or deleting its data failed: " + e.getMessage());
         }
     }
 }

@@ -13,8 +13,19 @@ enum BenchSystem {
     FRAGSTATE_RS42("fragstate-rs42"),
     /** fragstate, RS(2,2): 4 fragments, any 2 rebuild it (more redundancy, fewer peers per read). */
     FRAGSTATE_RS22("fragstate-rs22"),
+    /**
+     * fragstate RS(4,2) with zstd (level 1) before the coding: what compression costs or gains on
+     * RocksDB's files (their blocks are compressed by RocksDB already, the values are random).
+     */
+    FRAGSTATE_RS42_ZSTD("fragstate-rs42-zstd"),
     /** HDFS with 3× replication (NameNode + DataNodes). */
     HDFS("hdfs"),
+    /**
+     * Reference, not a peer: HDFS 3× plus Flink's task-local recovery (a second copy of every
+     * snapshot on the TaskManager's disk; a subtask restored on the TaskManager that ran it reads
+     * that copy, one moved elsewhere downloads as without it).
+     */
+    HDFS_LOCAL("hdfs-local"),
     /** HDFS with the erasure-coding policy RS-3-2-1024k on the checkpoint directory. */
     HDFS_EC("hdfs-ec"),
     /** An S3 server (versitygw) through Hadoop's s3a file system. */
@@ -37,15 +48,15 @@ enum BenchSystem {
                 return s;
             }
         }
-        throw new IllegalArgumentException("unknown system '" + id + "': allowed are fragstate-rs42, fragstate-rs22, hdfs, hdfs-ec, s3, file");
+        throw new IllegalArgumentException("unknown system '" + id + "': allowed are fragstate-rs42, fragstate-rs22, fragstate-rs42-zstd, hdfs, hdfs-local, hdfs-ec, s3, file");
     }
 
     boolean fragstate() {
-        return this == FRAGSTATE_RS42 || this == FRAGSTATE_RS22;
+        return this == FRAGSTATE_RS42 || this == FRAGSTATE_RS22 || this == FRAGSTATE_RS42_ZSTD;
     }
 
     boolean hdfs() {
-        return this == HDFS || this == HDFS_EC;
+        return this == HDFS || this == HDFS_LOCAL || this == HDFS_EC;
     }
 
     /**
@@ -59,11 +70,21 @@ enum BenchSystem {
             c.put("fragstate.mode", "cluster");
             c.put("fragstate.local-backend", "rocksdb");
             c.put("fragstate.cluster-key-file", storage.clusterKey().toString());
-            c.put("fragstate.data-fragments", this == FRAGSTATE_RS42 ? "4" : "2");
+            c.put("fragstate.data-fragments", this == FRAGSTATE_RS22 ? "2" : "4");
             c.put("fragstate.parity-fragments", "2");
+            // on disk, as in production: 3 GB of state held in memory by 7 JVMs does not fit this
+            // machine; every TaskManager takes its own node-N below the one folder
+            c.put("fragstate.store.dir", storage.fragmentDir().toString());
+            if (this == FRAGSTATE_RS42_ZSTD) {
+                c.put("fragstate.compression", "zstd:1");
+            }
         } else {
             c.put("state.backend.type", "rocksdb");
             c.put("execution.checkpointing.dir", storage.checkpointUri(this));
+        }
+        if (this == HDFS_LOCAL) {
+            c.put("execution.checkpointing.local-backup.enabled", "true");
+            c.put("execution.state-recovery.from-local", "true");
         }
         c.putAll(storage.extraFlinkConfig(this));
         return c;

@@ -16,6 +16,8 @@
 #   ci/bench.sh --help
 # Options: --profile dc,edge|none  --systems fragstate-rs42,fragstate-rs22,fragstate-rs42-zstd,hdfs,hdfs-local,hdfs-ec,s3,file
 # --state-mb 300,3000  --failures one,two,job  --steady-seconds S (30)  --rate EVENTS/S (2000)
+# --cpu-profile (perf samples every core from the failure until every subtask runs again; the
+# shares by process and shared object go into the run's JSON and RESULTS.md)
 # --out DIR (default integration-tests/bench/results/<UTC date>). FRAGSTATE_BENCH_SKIP_BUILD=1
 # uses the jars already built; FRAGSTATE_CARGO_PROFILE=ci|release (default release).
 #
@@ -35,6 +37,7 @@ states=300,3000
 failures=one,two,job
 out="integration-tests/bench/results/$(date -u +%F)"
 extra=()
+cpu_profile=
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) profiles=dc systems=fragstate-rs42,hdfs states=32 failures=one
@@ -45,6 +48,7 @@ while [ $# -gt 0 ]; do
     --failures) failures=$2; shift ;;
     --out) out=$2; shift ;;
     --steady-seconds | --rate | --task-managers | --parallelism) extra+=("$1" "$2"); shift ;;
+    --cpu-profile) extra+=(--cpu-profile); cpu_profile=1 ;;
     *) die "unknown option '$1' (see ci/bench.sh --help)" ;;
   esac
   shift
@@ -53,6 +57,11 @@ done
 need java "install a Java 17 JDK"
 need python3 "install Python 3 (apt-get install python3)"
 [ "$(id -u)" = 0 ] || die "the benchmark's emulated hosts need root (network namespaces, tc)"
+if [ -n "$cpu_profile" ] && ! command -v perf >/dev/null; then
+  step "installing perf (Debian package linux-perf) for --cpu-profile"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-perf; } >/dev/null \
+    || die "could not install linux-perf with apt-get (needed by --cpu-profile; is the Debian mirror reachable?)"
+fi
 cargo_profile="${FRAGSTATE_CARGO_PROFILE:-release}"
 if [ "${FRAGSTATE_BENCH_SKIP_BUILD:-}" != 1 ]; then
   need cargo "install Rust (https://rustup.rs)"

@@ -99,6 +99,8 @@ def row(run):
         "fillSeconds": run.get("fillSeconds"),
         "bytesServedDuringRecovery": run.get("bytesServedDuringRecovery"),
         "outputCheck": run.get("outputCheck"),
+        # --cpu-profile: shares of perf's samples (all cores, failure -> all RUNNING) by shared object
+        "cpuProfileByObject": ((rec.get("cpuProfile") or {}).get("byObject")),
     }
 
 
@@ -140,6 +142,20 @@ def table(rows):
                          eps=fmt(None if r["steadyEventsPerSecond"] is None else round(r["steadyEventsPerSecond"])),
                          cp=fmt(r["steadyCheckpointMedianS"], " s")))
     return "\n".join(lines)
+
+
+def cpu_profiles(rows):
+    """RESULTS.md lines: the shared objects that took the most CPU samples in each profiled run."""
+    profiled = [r for r in rows if r.get("cpuProfileByObject")]
+    if not profiled:
+        return []
+    lines = ["## Where the CPU went during the recovery (`--cpu-profile`)", "",
+             "Shares of `perf record -a` samples (every core, from the failure until every subtask ran again) "
+             "by shared object; objects under 1 % of a process are left out.", ""]
+    for r in profiled:
+        top = sorted(r["cpuProfileByObject"].items(), key=lambda kv: -kv[1])[:8]
+        lines.append(f"- `{r['id']}`: " + ", ".join(f"{obj} {share:.1f} %" for obj, share in top))
+    return lines + [""]
 
 
 def plots(out, runs, rows):
@@ -205,6 +221,7 @@ def main():
     md = ["# Recovery benchmark results", "",
           "Written by `ci/bench.sh` (see its `--help` and the README's performance section for the setup).", "",
           table(rows), ""]
+    md += cpu_profiles(rows)
     failed = [r for r in rows if not r["passed"]]
     if failed:
         md += ["## Failed runs", ""] + [f"- `{r['id']}`: {r['error']}" for r in failed] + [""]

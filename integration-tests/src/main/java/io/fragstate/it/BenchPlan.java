@@ -19,9 +19,10 @@ import java.util.Set;
  * @param steadySeconds how long the steady state is measured before the failure
  * @param rate          events/s of the job after its state is filled
  * @param out           folder of this invocation's per-run JSON files
+ * @param cpuProfile    sample every core with {@code perf} while the job recovers ({@link RestoreProfile})
  */
 record BenchPlan(String profile, List<BenchSystem> systems, List<Integer> stateMb, List<Failure> failures,
-        int taskManagers, int parallelism, int steadySeconds, int rate, Path out) {
+        int taskManagers, int parallelism, int steadySeconds, int rate, Path out, boolean cpuProfile) {
 
     /** What is done to the job once its state is filled and checkpointed. */
     enum Failure {
@@ -45,7 +46,7 @@ record BenchPlan(String profile, List<BenchSystem> systems, List<Integer> stateM
 
     static BenchPlan parse(String[] args, Path repo) {
         CliArgs a = CliArgs.parse(args, Set.of("repo", "profile", "systems", "state-mb", "failures", "task-managers",
-                "parallelism", "steady-seconds", "rate", "out"), Set.of());
+                "parallelism", "steady-seconds", "rate", "out"), Set.of("cpu-profile"));
         String profile = a.get("profile", "dc");
         if (!Set.of("dc", "edge", "none").contains(profile)) {
             throw new IllegalArgumentException("--profile '" + profile + "': allowed are dc, edge, none");
@@ -78,7 +79,7 @@ record BenchPlan(String profile, List<BenchSystem> systems, List<Integer> stateM
         Path out = Path.of(a.get("out", repo.resolve("integration-tests/bench/results")
                 .resolve(java.time.LocalDate.now(java.time.ZoneOffset.UTC).toString()).toString()));
         return new BenchPlan(profile, systems, states, failures, tms, parallelism, a.getInt("steady-seconds", 30),
-                a.getInt("rate", 2000), out.toAbsolutePath().normalize());
+                a.getInt("rate", 2000), out.toAbsolutePath().normalize(), a.flag("cpu-profile"));
     }
 
     /** Worker hosts: the JobManager and the TaskManagers. */

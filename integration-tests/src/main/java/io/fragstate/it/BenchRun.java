@@ -233,13 +233,18 @@ final class BenchRun {
         RecoveryWatch watch = new RecoveryWatch(rest, jobId, victims);
         List<String> kill = new ArrayList<>(List.of("kill", "-9"));
         kill.addAll(pids);
-        tl.killAtMs = System.currentTimeMillis();
-        Shell.run(repo, Map.of(), Duration.ofSeconds(10), kill);
-        tl.killedTaskManagers.addAll(victims);
-        step(id() + ": kill -9 " + victims + " (pids " + pids + "), latest checkpoint " + latest.path("id").asLong()
-                + " holds " + stateBytes + " bytes of state");
-        watch.awaitRecovered(tl, Duration.ofMinutes(15));
+        Map<String, Object> cpuProfile;
+        try (RestoreProfile profile = startProfile()) {
+            tl.killAtMs = System.currentTimeMillis();
+            Shell.run(repo, Map.of(), Duration.ofSeconds(10), kill);
+            tl.killedTaskManagers.addAll(victims);
+            step(id() + ": kill -9 " + victims + " (pids " + pids + "), latest checkpoint " + latest.path("id").asLong()
+                    + " holds " + stateBytes + " bytes of state");
+            watch.awaitRecovered(tl, Duration.ofMinutes(15));
+            cpuProfile = profile == null ? null : profile.stop(repo);
+        }
         Map<String, Object> r = recovered(tl, sampler, steadyRate, stateBytes);
+        r.put("cpuProfile", cpuProfile);
         r.put("killedTaskManagers", victims);
         for (String tm : victims) {
             cluster(env, "start-tm", tm);
@@ -268,21 +273,32 @@ final class BenchRun {
         long stateBytes = latest.path("state_size").asLong();
         RecoveryTimeline tl = new RecoveryTimeline();
         tl.kind = "RESTART_JOB";
-        tl.killAtMs = System.currentTimeMillis();
         step(id() + ": job " + jobId + " cancelled; submitting it again from checkpoint " + latest.path("id").asLong()
                 + " (" + stateBytes + " bytes of state, " + path + ")");
-        String restarted = submit(env, keys, output, path);
-        sampler.follow(restarted);
-        waitFor("job " + restarted + " restored and running", Duration.ofMinutes(15), () -> rest.allRunning(restarted)
-                && rest.checkpoints(restarted).path("counts").path("restored").asLong() > 0);
+        String restarted;
+        Map<String, Object> cpuProfile;
+        try (RestoreProfile profile = startProfile()) {
+            tl.killAtMs = System.currentTimeMillis();
+            restarted = submit(env, keys, output, path);
+            sampler.follow(restarted);
+            waitFor("job " + restarted + " restored and running", Duration.ofMinutes(15), () -> rest.allRunning(restarted)
+                    && rest.checkpoints(restarted).path("counts").path("restored").asLong() > 0);
+            cpuProfile = profile == null ? null : profile.stop(repo);
+        }
         JsonNode cps = rest.checkpoints(restarted);
         tl.restores = cps.path("counts").path("restored").asLong();
         RecoveryWatch.recordRestore(tl, cps);
         tl.collectSubtasks(rest, restarted, java.util.Set.of());
         Map<String, Object> r = recovered(tl, sampler, steadyRate, stateBytes);
+        r.put("cpuProfile", cpuProfile);
         r.put("restartedJobId", restarted);
         afterRecovery(rest, restarted, tl, r);
         return restarted;
+    }
+
+    /** The CPU profile of the recovery ({@code --cpu-profile}), or null when not asked for. */
+    private RestoreProfile startProfile() throws java.io.IOException {
+        return plan.cpuProfile() ? new RestoreProfile(runDir.resolve("perf")) : null;
     }
 
     /**

@@ -14,7 +14,7 @@
 #   ci/bench.sh --quick             # dc, fragstate-rs42 vs hdfs, 32 MiB, one kill (the CI variant)
 #   ci/bench.sh --profile edge --systems fragstate-rs42,s3 --state-mb 300 --failures one
 #   ci/bench.sh --help
-# Options: --profile dc,edge|none  --systems fragstate-rs42,fragstate-rs22,fragstate-rs42-zstd,hdfs,hdfs-local,hdfs-ec,s3,file
+# Options: --profile dc,edge|none  --systems fragstate-rs42,fragstate-rs22,fragstate-rs42-zstd,fragstate-rs42-local,hdfs,hdfs-local,hdfs-ec,s3,file
 # --state-mb 300,3000  --failures one,two,job  --steady-seconds S (30)  --rate EVENTS/S (2000)
 # --cpu-profile (perf samples every core from the failure until every subtask runs again; the
 # shares by process and shared object go into the run's JSON and RESULTS.md)
@@ -32,7 +32,7 @@ source ci/lib/common.sh
 help_on_request "$@"
 
 profiles=dc,edge
-systems=fragstate-rs42,fragstate-rs22,fragstate-rs42-zstd,hdfs,hdfs-local,hdfs-ec,s3,file
+systems=fragstate-rs42,fragstate-rs22,fragstate-rs42-zstd,fragstate-rs42-local,hdfs,hdfs-local,hdfs-ec,s3,file
 states=300,3000
 failures=one,two,job
 out="integration-tests/bench/results/$(date -u +%F)"

@@ -10,8 +10,8 @@ TaskManager reads divided by its ingress link (1 Gbit/s), and for storage in the
 cloud site, all restored bytes divided by the 100 Mbit/s WAN (with region failover every subtask
 restores at once). Ratios compare each system with fragstate RS(4,2) in the same profile, state
 size and failure. Failures: one / two TaskManagers killed (kill -9), or job: the whole job cancelled
-and submitted again from its latest checkpoint (the clock starts at the resubmission). hdfs-local
-(task-local recovery) has no single limit: subtasks back on their TaskManager read its disk.
+and submitted again from its latest checkpoint (the clock starts at the resubmission). The -local
+systems (task-local recovery) have no single limit: subtasks back on their TaskManager read its disk.
 """
 
 import glob
@@ -90,7 +90,7 @@ def row(run):
         "killToAllRunningS": ms(rec.get("killToAllRunningMs")),
         "killToThroughputBackS": ms(rec.get("killToThroughputBackMs")),
         "maxRestoreS": ms(rec.get("maxRestoreMs")),
-        "restoreLimitS": round(limit_seconds(run), 2) if rec and run["system"] != "hdfs-local" else None,
+        "restoreLimitS": round(limit_seconds(run), 2) if rec and not run["system"].endswith("-local") else None,
         # every subtask restores at once (region failover): the state over the longest restore
         "restoredMBps": round(rec["stateBytes"] / rec["maxRestoreMs"] / 1e3) if rec.get("maxRestoreMs", -1) > 0 else None,
         "cpuBusyDuringRestore": restore_cpu(run),
@@ -150,8 +150,8 @@ def cpu_profiles(rows):
     if not profiled:
         return []
     lines = ["## Where the CPU went during the recovery (`--cpu-profile`)", "",
-             "Shares of `perf record -a` samples (every core, from the failure until every subtask ran again) "
-             "by shared object; objects under 1 % of a process are left out.", ""]
+             "Shares of the busy `perf record -a` samples (every core, from the failure until every subtask ran "
+             "again; idle samples left out) by shared object (`[JIT]`: compiled Java code).", ""]
     for r in profiled:
         top = sorted(r["cpuProfileByObject"].items(), key=lambda kv: -kv[1])[:8]
         lines.append(f"- `{r['id']}`: " + ", ".join(f"{obj} {share:.1f} %" for obj, share in top))

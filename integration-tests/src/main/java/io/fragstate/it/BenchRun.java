@@ -31,6 +31,8 @@ final class BenchRun {
     static final int FILL_RATE = 40_000;
     /** The state-bench job's vertices: its source, and the keyed operator that holds the state. */
     private static final String SOURCE = "event-index";
+    /** The source's task name, as the TaskManagers' metric reporters label it. */
+    private static final String SOURCE_TASK = "Source: " + SOURCE;
     private static final String STATEFUL = "count-and-verify";
 
     private final Path repo;
@@ -116,7 +118,7 @@ final class BenchRun {
         waitFor("job " + jobId + " running", Duration.ofMinutes(2), () -> rest.allRunning(jobId));
         String source = rest.vertexId(jobId, SOURCE);
         String running = jobId; // the job to stop and check at the end: the restarted one after a JOB failure
-        try (BenchSampler sampler = new BenchSampler(rest, jobId, source)) {
+        try (BenchSampler sampler = new BenchSampler(plan.workerHosts(), jobId, SOURCE_TASK)) {
             long t0 = System.currentTimeMillis();
             waitFor(keys + " keys created", Duration.ofMinutes(30), () -> rest.subtaskMetricSum(jobId, source, "numRecordsOut") >= keys);
             long filled = System.currentTimeMillis();
@@ -166,8 +168,11 @@ final class BenchRun {
         // the baselines download and upload with 4 threads per subtask (Flink's default is 4 as
         // well; set so the comparison does not depend on it)
         c.put("state.backend.rocksdb.checkpoint.transfer.thread.num", "4");
-        // fresh metrics for the throughput samples (default: fetched from the TaskManagers every 10 s)
+        // fresh metrics for the fill wait (default: fetched from the TaskManagers every 10 s)
         c.put("metrics.fetcher.update-interval", "500 ms");
+        // the throughput samples, read from each TaskManager directly (BenchSampler)
+        c.put("metrics.reporter.prom.factory.class", "org.apache.flink.metrics.prometheus.PrometheusReporterFactory");
+        c.put("metrics.reporter.prom.port", Integer.toString(BenchSampler.REPORTER_PORT));
         // the restore phase of every subtask, from Flink's own JobInitialization trace
         c.put("traces.reporter.slf4j.factory.class", "org.apache.flink.traces.slf4j.Slf4jTraceReporterFactory");
         return c;
@@ -243,7 +248,10 @@ final class BenchRun {
             watch.awaitRecovered(tl, Duration.ofMinutes(15));
             cpuProfile = profile == null ? null : profile.stop(repo);
         }
+        long seen = System.currentTimeMillis();
         Map<String, Object> r = recovered(tl, sampler, steadyRate, stateBytes);
+        // when the harness saw the recovery through REST (the killed TaskManagers start again then)
+        r.put("killToRecoverySeenMs", seen - tl.killAtMs);
         r.put("cpuProfile", cpuProfile);
         r.put("killedTaskManagers", victims);
         for (String tm : victims) {

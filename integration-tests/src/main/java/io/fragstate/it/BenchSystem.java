@@ -18,6 +18,12 @@ enum BenchSystem {
      * RocksDB's files (their blocks are compressed by RocksDB already, the values are random).
      */
     FRAGSTATE_RS42_ZSTD("fragstate-rs42-zstd"),
+    /**
+     * fragstate RS(4,2) plus Flink's task-local recovery: the TaskManagers that survive restore
+     * from their own disk, only the lost one's subtasks fetch fragments from their peers (what
+     * HDFS gets from its first replica on the writer's host, without the network).
+     */
+    FRAGSTATE_RS42_LOCAL("fragstate-rs42-local"),
     /** HDFS with 3× replication (NameNode + DataNodes). */
     HDFS("hdfs"),
     /**
@@ -48,11 +54,16 @@ enum BenchSystem {
                 return s;
             }
         }
-        throw new IllegalArgumentException("unknown system '" + id + "': allowed are fragstate-rs42, fragstate-rs22, fragstate-rs42-zstd, hdfs, hdfs-local, hdfs-ec, s3, file");
+        throw new IllegalArgumentException("unknown system '" + id + "': allowed are fragstate-rs42, fragstate-rs22, fragstate-rs42-zstd, fragstate-rs42-local, hdfs, hdfs-local, hdfs-ec, s3, file");
     }
 
     boolean fragstate() {
-        return this == FRAGSTATE_RS42 || this == FRAGSTATE_RS22 || this == FRAGSTATE_RS42_ZSTD;
+        return this == FRAGSTATE_RS42 || this == FRAGSTATE_RS22 || this == FRAGSTATE_RS42_ZSTD || this == FRAGSTATE_RS42_LOCAL;
+    }
+
+    /** Flink's task-local recovery on (a local copy of every snapshot, read when a subtask comes back to its TaskManager). */
+    boolean taskLocalRecovery() {
+        return this == HDFS_LOCAL || this == FRAGSTATE_RS42_LOCAL;
     }
 
     boolean hdfs() {
@@ -82,7 +93,7 @@ enum BenchSystem {
             c.put("state.backend.type", "rocksdb");
             c.put("execution.checkpointing.dir", storage.checkpointUri(this));
         }
-        if (this == HDFS_LOCAL) {
+        if (taskLocalRecovery()) {
             c.put("execution.checkpointing.local-backup.enabled", "true");
             c.put("execution.state-recovery.from-local", "true");
         }

@@ -21,8 +21,8 @@ import java.util.regex.Pattern;
  * stack, copies, page cache). That is what tells a CPU-bound restore where to look.
  */
 final class RestoreProfile implements AutoCloseable {
-    /** "  12.34%  java  libfragstate.so" lines of {@code perf report --sort comm,dso}. */
-    private static final Pattern LINE = Pattern.compile("^\\s*([0-9.]+)%\\s+(\\S+)\\s+(.+?)\\s*$");
+    /** " 12.34% |thread name    |shared object" lines of {@code perf report -t '|' --sort comm,dso}. */
+    private static final Pattern LINE = Pattern.compile("^\\s*([0-9.]+)%\\s*\\|(.*?)\\s*\\|(.*?)\\s*$");
     /** Sampling frequency per core: enough samples over a few seconds, little overhead. */
     private static final int HZ = 499;
 
@@ -37,27 +37,53 @@ final class RestoreProfile implements AutoCloseable {
                 .redirectErrorStream(true).redirectOutput(dir.resolve("perf-record.log").toFile()).start();
     }
 
-    /** Stops sampling (SIGINT, as perf expects) and returns the shares of the samples by process and by object. */
+    /**
+     * Stops sampling (SIGINT, as perf expects) and returns where the busy samples went: shares of
+     * every sample that was not idle ({@code swapper}), by thread name and shared object (rows
+     * under 0.5 % of all samples left out, so the shares add up to less than 100) and summed by
+     * shared object. JIT-compiled Java code is
+     * one object, {@code [JIT]}.
+     */
     Map<String, Object> stop(Path repo) throws InterruptedException {
         close();
-        String report = Shell.run(repo, Map.of(), Duration.ofMinutes(5), List.of("perf", "report", "-i", data.toString(),
-                "--stdio", "--sort", "comm,dso", "--percent-limit", "1"));
-        List<Map<String, Object>> rows = new ArrayList<>();
-        Map<String, Double> byObject = new LinkedHashMap<>();
+        return summarize(Shell.run(repo, Map.of(), Duration.ofMinutes(5), List.of("perf", "report", "-i", data.toString(),
+                "--stdio", "-t", "|", "--sort", "comm,dso", "--percent-limit", "0.5")));
+    }
+
+    /** The figures of {@link #stop} from the text of {@code perf report -t '|' --sort comm,dso}. */
+    static Map<String, Object> summarize(String report) {
+        List<String[]> rows = new ArrayList<>();
+        double idle = 0;
+        boolean any = false;
         for (String line : report.split("\\R")) {
             Matcher m = LINE.matcher(line);
-            if (!line.startsWith("#") && m.matches()) {
-                double share = Double.parseDouble(m.group(1));
-                Map<String, Object> r = new LinkedHashMap<>();
-                r.put("percent", share);
-                r.put("process", m.group(2));
-                r.put("object", m.group(3));
-                rows.add(r);
-                byObject.merge(m.group(3), share, Double::sum);
+            if (line.startsWith("#") || !m.matches()) {
+                continue;
             }
+            any = true;
+            if (m.group(2).strip().equals("swapper")) {
+                idle += Double.parseDouble(m.group(1));
+                continue;
+            }
+            String object = m.group(3).replaceAll("^\\[JIT\\] tid \\d+$", "[JIT]").replace(" (deleted)", "");
+            rows.add(new String[] {m.group(1), m.group(2).strip(), object});
+        }
+        // the rows under the report's limit are not listed: busy is everything but idle
+        double busy = any ? 100 - idle : 0;
+        List<Map<String, Object>> byThread = new ArrayList<>();
+        Map<String, Double> byObject = new LinkedHashMap<>();
+        for (String[] r : rows) {
+            double share = Math.round(1000 * Double.parseDouble(r[0]) / busy) / 10.0;
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("percentOfBusy", share);
+            row.put("thread", r[1]);
+            row.put("object", r[2]);
+            byThread.add(row);
+            byObject.merge(r[2], share, Double::sum);
         }
         Map<String, Object> out = new LinkedHashMap<>();
-        out.put("byProcessAndObject", rows);
+        out.put("busyPercentOfAllSamples", Math.round(10 * busy) / 10.0);
+        out.put("byThreadAndObject", byThread);
         out.put("byObject", byObject);
         return out;
     }

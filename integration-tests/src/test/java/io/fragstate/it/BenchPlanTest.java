@@ -44,12 +44,15 @@ class BenchPlanTest {
     }
 
     @Test
-    void onlyHdfsLocalTurnsOnTaskLocalRecovery() {
+    void onlyTheLocalSystemsTurnOnTaskLocalRecovery() {
         BenchStorage storage = new BenchStorage(REPO, Path.of("/run/storage"), null, parse(), BenchSystem.HDFS_LOCAL);
         assertThat(BenchSystem.HDFS_LOCAL.flinkConfig(storage))
                 .containsEntry("execution.checkpointing.local-backup.enabled", "true")
                 .containsEntry("execution.state-recovery.from-local", "true")
                 .containsEntry("state.backend.type", "rocksdb");
+        assertThat(BenchSystem.FRAGSTATE_RS42_LOCAL.flinkConfig(storage))
+                .containsEntry("execution.state-recovery.from-local", "true")
+                .containsEntry("fragstate.data-fragments", "4");
         for (BenchSystem s : new BenchSystem[] {BenchSystem.HDFS, BenchSystem.FILE, BenchSystem.FRAGSTATE_RS42}) {
             assertThat(s.flinkConfig(storage)).as(s.id).doesNotContainKey("execution.state-recovery.from-local");
         }

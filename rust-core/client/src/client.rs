@@ -17,7 +17,7 @@ use fragstate_core::ids::now_unix_ms;
 use fragstate_core::version::WriteVersion;
 use crate::buffers::StripeBuffers;
 use crate::config::ClientConfig;
-use crate::ctx::{bump, broadcast_delete, timed, Counters, Ctx};
+use crate::ctx::{bump, broadcast_delete, timed, Counters, Ctx, PeerSpeeds};
 use crate::reader::ObjectReader;
 use crate::transport::Transport;
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
@@ -65,7 +65,7 @@ impl Client {
     pub fn new(transport: Arc<dyn Transport>, cfg: ClientConfig) -> Result<Self> {
         cfg.validate()?;
         let requests = Semaphore::new(cfg.max_inflight_requests);
-        let ctx = Ctx { transport, cfg, requests, counters: Counters::default(), stripe_buffers: StripeBuffers::default(), reports_in_flight: Arc::default() };
+        let ctx = Ctx { transport, cfg, requests, counters: Counters::default(), stripe_buffers: StripeBuffers::default(), reports_in_flight: Arc::default(), peer_speeds: PeerSpeeds::default() };
         Ok(Client { ctx: Arc::new(ctx) })
     }
 

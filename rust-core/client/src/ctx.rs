@@ -3,7 +3,7 @@
 //! broadcast delete. Below `writer`, `reader` and `repair`, which only
 //! depend downwards on it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -12,9 +12,10 @@ use tokio::sync::Semaphore;
 
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
 use fragstate_core::error::{Error, Result};
-use fragstate_core::ids::NodeId;
+use fragstate_core::ids::{now_unix_ms, NodeId};
 use fragstate_core::params::CodingParams;
 use fragstate_core::placement::{self, Placement};
+use fragstate_core::restore_model::PeerEstimate;
 
 use crate::buffers::StripeBuffers;
 use crate::config::ClientConfig;
@@ -43,6 +44,35 @@ pub(crate) struct Counters {
     pub fetch_sources: std::sync::Mutex<HashSet<NodeId>>,
 }
 
+/// What this client measured of each peer's cell answers (adaptive reads,
+/// issue 14): effective throughput of whole requests, queueing included.
+/// At most [`PeerSpeeds::MAX_PEERS`] peers; the longest unseen goes first.
+#[derive(Default)]
+pub(crate) struct PeerSpeeds(std::sync::Mutex<HashMap<NodeId, PeerEstimate>>);
+
+impl PeerSpeeds {
+    pub const MAX_PEERS: usize = 4096;
+
+    /// A cell of `bytes` from `node` that took `seconds` from request to answer.
+    pub fn observe(&self, node: &NodeId, bytes: u64, seconds: f64) {
+        let now = now_unix_ms();
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if m.len() >= Self::MAX_PEERS && !m.contains_key(node) {
+            if let Some(oldest) = m.iter().min_by_key(|(_, e)| e.updated_unix_ms).map(|(n, _)| n.clone()) {
+                m.remove(&oldest);
+            }
+        }
+        // the round trip is inside `seconds`: the rate is what a whole request yields
+        m.entry(node.clone()).or_default().observe(bytes, seconds, 0.0, now);
+    }
+
+    /// The estimates of `nodes`, in their order (`None`: not measured).
+    pub fn of<'a>(&self, nodes: impl Iterator<Item = &'a NodeId>) -> Vec<Option<PeerEstimate>> {
+        let m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        nodes.map(|n| m.get(n).copied()).collect()
+    }
+}
+
 pub(crate) fn bump(c: &AtomicU64, by: u64) {
     c.fetch_add(by, Ordering::Relaxed);
 }
@@ -55,6 +85,8 @@ pub(crate) struct Ctx {
     pub stripe_buffers: StripeBuffers,
     /// Corrupt-cell reports sent and not yet answered ([`crate::Client::settle_reports`]).
     pub reports_in_flight: Arc<AtomicU64>,
+    /// How fast each peer answered cell requests; orders the holders a read asks.
+    pub peer_speeds: PeerSpeeds,
 }
 
 impl Ctx {

@@ -16,7 +16,8 @@ use fragstate_core::codec::StripeCodec;
 use fragstate_core::error::{Error, Result};
 use fragstate_core::format::{Manifest, StripeInfo};
 use fragstate_core::ids::{FragmentKey, WriteId};
-use fragstate_core::ids::NodeId;
+use fragstate_core::ids::{now_unix_ms, NodeId};
+use fragstate_core::restore_model::{fetch_order, PeerEstimate};
 
 /// The cells of one stripe and where they came from.
 pub(crate) struct FetchedStripe {
@@ -40,36 +41,44 @@ impl FragmentSet<'_> {
     }
 
     /// Fetches `k` verified cells of `stripe`, never from fragment `skip`.
-    /// Data cells are asked first (decoding them is a copy), plus `hedge`
-    /// parity cells; a failed, corrupt or late cell brings in the next holder.
+    /// Holders are asked in [`fetch_order`]: data cells first (decoding them
+    /// is a copy) unless this client measured a data holder clearly slower
+    /// than a parity holder; `k` plus `hedge` at once, and a failed, corrupt
+    /// or late cell brings in the next holder.
     pub async fn fetch(&self, ctx: &Ctx, stripe: u32, info: &StripeInfo, skip: Option<usize>) -> Result<FetchedStripe> {
         let k = self.codec.params().k();
         let n = self.codec.params().fragments();
         let live: HashSet<NodeId> = ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
         let mut missing: Vec<usize> = Vec::new();
         let mut corrupt: Vec<usize> = Vec::new();
-        let mut queue: VecDeque<usize> = VecDeque::new();
+        let speeds = ctx.peer_speeds.of(self.holders.iter());
+        let mut candidates: Vec<Option<Option<PeerEstimate>>> = vec![None; n];
         for i in 0..n {
             if Some(i) == skip {
                 continue;
             }
             if live.contains(&self.holders[i]) {
-                queue.push_back(i);
+                candidates[i] = Some(speeds[i]);
             } else {
                 missing.push(i);
             }
         }
+        let cell_len = info.cell_len(k) as u32;
+        let mut queue: VecDeque<usize> = fetch_order(k, cell_len as f64, &candidates, now_unix_ms()).into();
         let mut cells: Vec<Option<Bytes>> = vec![None; n];
         let mut served_by = Vec::with_capacity(k);
         let mut good = 0usize;
         let mut inflight = FuturesUnordered::new();
-        let cell_len = info.cell_len(k) as u32;
         let request = |i: usize| {
             let node = self.holders[i].clone();
             let key = self.key(i);
             async move {
                 let _permit = ctx.requests.acquire().await.expect("the request semaphore is never closed");
+                let asked = std::time::Instant::now();
                 let r = timed(ctx, &node, ctx.transport.get_cell(&node, &key, stripe, cell_len)).await;
+                if let Ok(cell) = &r {
+                    ctx.peer_speeds.observe(&node, cell.len() as u64, asked.elapsed().as_secs_f64());
+                }
                 (i, node, r)
             }
         };

@@ -283,6 +283,29 @@ fn a_slow_holder_is_hedged_around() {
 }
 
 #[test]
+fn reads_learn_a_slow_data_holder_and_ask_a_parity_holder_instead() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(6, u64::MAX);
+        // no hedging: only the measured speeds can move a read off the slow holder
+        let cfg = ClientConfig { params: params(4, 2), hedge: 0, hedge_delay: Duration::from_secs(60), ..ClientConfig::default() };
+        let c = Client::new(mesh.clone(), cfg).unwrap();
+        let data = payload(16 * 4 * CELL as usize, 9);
+        let man = write(&c, "obj", &data, 1 << 16).await;
+        mesh.slow_down(&man.holders[1], Duration::from_millis(40)).unwrap();
+        // the first read asks the data holders and measures them, the slow one included
+        let mut r = c.open("obj").await.unwrap();
+        assert_eq!(r.read_to_end().await.unwrap(), data);
+        assert!(r.stats().peers.contains(&man.holders[1]), "{:?}", r.stats());
+        // the second asks a parity holder in its place and rebuilds the missing data cells
+        let mut r = c.open("obj").await.unwrap();
+        assert_eq!(r.read_to_end().await.unwrap(), data);
+        let st = r.stats();
+        assert!(!st.peers.contains(&man.holders[1]), "{st:?}");
+        assert_eq!(st.reconstructed_stripes, 16, "{st:?}");
+    });
+}
+
+#[test]
 fn too_few_nodes_is_a_clear_error() {
     rt().block_on(async {
         let mesh = Mesh::in_memory(5, u64::MAX);

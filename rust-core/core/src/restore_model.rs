@@ -68,6 +68,47 @@ impl PeerEstimate {
     }
 }
 
+/// Samples a [`PeerEstimate`] needs before reads are ordered by it.
+pub const TRUSTED_SAMPLES: u64 = 2;
+/// Milliseconds after its last sample an estimate is no longer trusted.
+pub const TRUSTED_FOR_MS: u64 = 60_000;
+/// A parity holder is asked before a data holder only when it answers this
+/// many times sooner: a parity cell costs a reconstruction, a data cell a copy.
+pub const PARITY_PENALTY: f64 = 1.5;
+/// Answer times below this are taken as equal: on one host (an in-process
+/// mesh, loopback) they differ by scheduler noise, not by the peers' links.
+pub const TIMING_FLOOR_S: f64 = 0.002;
+
+/// The order in which a reader asks the holders of one stripe for their
+/// cells: positions in `holders` (fragment order, the first `k` data; `None`:
+/// lost, left out). Without trusted estimates (fewer than
+/// [`TRUSTED_SAMPLES`], older than [`TRUSTED_FOR_MS`]) the order is data
+/// first, as before measurements; a holder not measured yet is taken at the
+/// median of those that are, so a parity holder gets its chance when a data
+/// holder is measured slow. The cost of a holder is `cell_bytes / bytes_per_s
+/// + rtt_s` (at least [`TIMING_FLOOR_S`]), times [`PARITY_PENALTY`] for
+/// parity; ties keep fragment order.
+pub fn fetch_order(k: usize, cell_bytes: f64, holders: &[Option<Option<PeerEstimate>>], now_unix_ms: u64) -> Vec<usize> {
+    let trusted = |e: &PeerEstimate| e.samples >= TRUSTED_SAMPLES && e.age_ms(now_unix_ms) <= TRUSTED_FOR_MS && e.bytes_per_s > 0.0;
+    let cost = |e: &PeerEstimate| (cell_bytes / e.bytes_per_s + e.rtt_s).max(TIMING_FLOOR_S);
+    let mut known: Vec<f64> = holders.iter().flatten().flatten().filter(|e| trusted(e)).map(cost).collect();
+    let live: Vec<usize> = holders.iter().enumerate().filter(|(_, h)| h.is_some()).map(|(i, _)| i).collect();
+    if known.is_empty() {
+        return live;
+    }
+    known.sort_by(f64::total_cmp);
+    let median = known[known.len() / 2];
+    let mut costed: Vec<(f64, usize)> = live
+        .into_iter()
+        .map(|i| {
+            let c = holders[i].flatten().filter(|e| trusted(e)).map_or(median, |e| cost(&e));
+            (if i >= k { c * PARITY_PENALTY } else { c }, i)
+        })
+        .collect();
+    costed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    costed.into_iter().map(|(_, i)| i).collect()
+}
+
 /// A node that could hold (or holds) a fragment, as the reader sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Holder {
@@ -339,5 +380,45 @@ mod tests {
         e.observe(10, 0.0, 0.01, 3_000);
         assert_eq!(e.samples, 2);
         assert_eq!(e.age_ms(5_000), 3_000);
+    }
+
+    fn est(bytes_per_s: f64, samples: u64) -> Option<Option<PeerEstimate>> {
+        Some(Some(PeerEstimate { bytes_per_s, rtt_s: 0.0, samples, updated_unix_ms: 1_000 }))
+    }
+
+    #[test]
+    fn reads_keep_data_first_until_holders_are_measured() {
+        let unknown = Some(None);
+        assert_eq!(fetch_order(4, 1e6, &[unknown, unknown, unknown, unknown, unknown, unknown], 1_000), vec![0, 1, 2, 3, 4, 5]);
+        // one sample is not yet trusted; a lost holder is left out
+        assert_eq!(fetch_order(4, 1e6, &[est(1.0, 1), None, unknown, unknown, unknown, unknown], 1_000), vec![0, 2, 3, 4, 5]);
+        // trusted but stale
+        assert_eq!(fetch_order(4, 1e6, &[est(1.0, 9), unknown, unknown, unknown, unknown, unknown], 1_000 + TRUSTED_FOR_MS + 1), vec![0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn a_data_holder_measured_slow_goes_behind_the_parity_holders() {
+        let fast = est(100e6, 5);
+        let order = fetch_order(4, 1e6, &[est(10e6, 5), fast, fast, fast, Some(None), Some(None)], 1_000);
+        // the unmeasured parity holders count at the median (fast) times the parity penalty
+        assert_eq!(order, vec![1, 2, 3, 4, 5, 0]);
+    }
+
+    #[test]
+    fn answer_times_within_the_timer_noise_are_equal() {
+        // microseconds apart, as on one host: data first regardless
+        let order = fetch_order(4, 4096.0, &[est(4096.0 / 9e-6, 5), est(4096.0 / 2e-6, 5), est(4096.0 / 2e-6, 5), est(4096.0 / 2e-6, 5), est(4096.0 / 1e-6, 5), est(4096.0 / 1e-6, 5)], 1_000);
+        assert_eq!(order, vec![0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn a_parity_holder_must_be_clearly_faster_to_go_first() {
+        let fast = est(100e6, 5);
+        // 1.2x faster than data holder 0: not enough to pay for a reconstruction
+        let mut first = fetch_order(4, 1e6, &[est(100e6 / 1.2, 5), fast, fast, fast, fast, fast], 1_000)[..4].to_vec();
+        first.sort_unstable();
+        assert_eq!(first, [0, 1, 2, 3]);
+        // 2x faster: it is
+        assert_eq!(fetch_order(4, 1e6, &[est(50e6, 5), fast, fast, fast, fast, fast], 1_000)[..4], [1, 2, 3, 4]);
     }
 }

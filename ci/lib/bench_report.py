@@ -10,8 +10,8 @@ TaskManager reads divided by its ingress link (1 Gbit/s), and for storage in the
 cloud site, all restored bytes divided by the 100 Mbit/s WAN (with region failover every subtask
 restores at once). Ratios compare each system with fragstate RS(4,2) in the same profile, state
 size and failure. Failures: one / two TaskManagers killed (kill -9), or job: the whole job cancelled
-and submitted again from its latest checkpoint (the clock starts at the resubmission). The -local
-systems (task-local recovery) have no single limit: subtasks back on their TaskManager read its disk.
+and submitted again from its latest checkpoint (the clock starts at the resubmission). For the -local
+systems (task-local recovery) the limit counts only the bytes read remotely.
 """
 
 import glob
@@ -43,8 +43,14 @@ def stateful(rec):
 
 
 def limit_seconds(run):
-    """The physical limit of the restore: busiest TaskManager's share over its link, or the WAN."""
+    """The physical limit of the restore: busiest TaskManager's share over its link, or the WAN.
+    With task-local recovery (-local) only what was read remotely counts: the largest remote share
+    of one subtask (Flink's JobInitialization trace) over the link it crossed."""
     rec = run.get("recovery") or {}
+    remote_in_edge = run["profile"] == "edge" and run["system"] in REMOTE_IN_EDGE
+    if run["system"].endswith("-local"):
+        remote = (rec.get("jobInitialization") or {}).get("maxRestoredStateSizeBytes.REMOTE", 0)
+        return remote / (WAN_BYTES_PER_S if remote_in_edge else LINK_BYTES_PER_S)
     state = rec.get("stateBytes", 0)
     p = run.get("parallelism", 1)
     per_tm = {}
@@ -52,7 +58,7 @@ def limit_seconds(run):
         per_tm[s["taskManager"]] = per_tm.get(s["taskManager"], 0) + 1
     busiest = max(per_tm.values()) if per_tm else 1
     limit = state * busiest / p / LINK_BYTES_PER_S
-    if run["profile"] == "edge" and run["system"] in REMOTE_IN_EDGE:
+    if remote_in_edge:
         limit = max(limit, state / WAN_BYTES_PER_S)
     return limit
 
@@ -90,7 +96,7 @@ def row(run):
         "killToAllRunningS": ms(rec.get("killToAllRunningMs")),
         "killToThroughputBackS": ms(rec.get("killToThroughputBackMs")),
         "maxRestoreS": ms(rec.get("maxRestoreMs")),
-        "restoreLimitS": round(limit_seconds(run), 2) if rec and not run["system"].endswith("-local") else None,
+        "restoreLimitS": round(limit_seconds(run), 2) if rec else None,
         # every subtask restores at once (region failover): the state over the longest restore
         "restoredMBps": round(rec["stateBytes"] / rec["maxRestoreMs"] / 1e3) if rec.get("maxRestoreMs", -1) > 0 else None,
         "cpuBusyDuringRestore": restore_cpu(run),

@@ -125,7 +125,8 @@ final class BenchRun {
             result.put("fillSeconds", (filled - t0) / 1000.0);
             step(id() + ": " + keys + " keys (" + stateMb + " MiB) filled in " + (filled - t0) / 1000.0 + " s");
             // two checkpoints that began after the fill: the second one is incremental over a full state
-            waitFor("2 checkpoints after the fill", Duration.ofMinutes(10),
+            // (HDFS in the edge profile's cloud site takes ~5 minutes per 3 GB checkpoint over the WAN)
+            waitFor("2 checkpoints after the fill", Duration.ofMinutes(40),
                     () -> completedSince(rest, jobId, filled).size() >= 2);
             Thread.sleep(plan.steadySeconds() * 1000L);
             long steadyEnd = System.currentTimeMillis();

@@ -85,9 +85,9 @@ pub const TIMING_FLOOR_S: f64 = 0.002;
 /// [`TRUSTED_SAMPLES`], older than [`TRUSTED_FOR_MS`]) the order is data
 /// first, as before measurements; a holder not measured yet is taken at the
 /// median of those that are, so a parity holder gets its chance when a data
-/// holder is measured slow. The cost of a holder is `cell_bytes / bytes_per_s
-/// + rtt_s` (at least [`TIMING_FLOOR_S`]), times [`PARITY_PENALTY`] for
-/// parity; ties keep fragment order.
+/// holder is measured slow. The cost of a holder is
+/// `cell_bytes / bytes_per_s + rtt_s` (at least [`TIMING_FLOOR_S`]), times
+/// [`PARITY_PENALTY`] for parity; ties keep fragment order.
 pub fn fetch_order(k: usize, cell_bytes: f64, holders: &[Option<Option<PeerEstimate>>], now_unix_ms: u64) -> Vec<usize> {
     let trusted = |e: &PeerEstimate| e.samples >= TRUSTED_SAMPLES && e.age_ms(now_unix_ms) <= TRUSTED_FOR_MS && e.bytes_per_s > 0.0;
     let cost = |e: &PeerEstimate| (cell_bytes / e.bytes_per_s + e.rtt_s).max(TIMING_FLOOR_S);

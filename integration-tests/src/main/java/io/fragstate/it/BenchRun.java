@@ -166,6 +166,9 @@ final class BenchRun {
         // default of 0 each failed checkpoint would restart the job again
         c.put("execution.checkpointing.tolerable-failed-checkpoints", "1000");
         c.put("execution.checkpointing.savepoint-dir", runDir.resolve("savepoints").toUri().toString());
+        // `flink stop` waits for its savepoint: 3 GB over the edge profile's WAN take ~5 minutes
+        // (the default of 60 s failed HDFS-EC's stop at the edge, 300 MB)
+        c.put("client.timeout", "30 min");
         // the baselines download and upload with 4 threads per subtask (Flink's default is 4 as
         // well; set so the comparison does not depend on it)
         c.put("state.backend.rocksdb.checkpoint.transfer.thread.num", "4");

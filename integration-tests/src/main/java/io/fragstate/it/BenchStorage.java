@@ -71,7 +71,8 @@ final class BenchStorage implements AutoCloseable {
     /** The stored data of this run (fragments, HDFS blocks and names, S3 objects and buffers); logs stay. */
     private void deleteData() {
         List<String> cmd = new ArrayList<>(List.of("rm", "-rf"));
-        for (String d : List.of("fragments", "hdfs/nn", "hdfs/datanodes", "data", "s3a-buffer")) {
+        // hdfs.sh keeps the NameNode's name dir in hdfs/nn and each DataNode's blocks in hdfs/dn/NAME
+        for (String d : List.of("fragments", "hdfs/nn", "hdfs/dn", "data", "s3a-buffer")) {
             cmd.add(runDir.resolve(d).toString());
         }
         Shell.run(repo, Map.of(), Duration.ofMinutes(5), cmd);

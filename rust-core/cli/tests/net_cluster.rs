@@ -14,7 +14,7 @@ use fragstate_core::sample::noise as payload;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const SMALL_CELLS: &[&str] = &["--cell-size", "64KiB"];
 
@@ -164,12 +164,15 @@ fn cluster_key_keeps_others_out_and_bad_frames_drop_the_connection() {
     let pid = c.nodes[5].child.as_ref().unwrap().id().to_string();
     let frozen = c.nodes[5].peer.clone();
     assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+    let frozen_at = Instant::now();
     // Every other node's own view (its stats' live count) drops to 5.
     c.wait_for("the frozen node to leave the others' live sets", |c| {
         let out = c.cli(&["stats"], 5);
         let text = String::from_utf8_lossy(&out.stdout).to_string();
         text.lines().filter(|l| l.starts_with("node=")).count() == 5 && text.lines().filter(|l| l.starts_with("node=")).all(|l| l.contains(" live=5 "))
     });
+    // five failed pings in a row at 300 ms + 650 ms, plus the polling of stats
+    eprintln!("frozen node left every live set after {:.2} s", frozen_at.elapsed().as_secs_f64());
     assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
     c.wait_for("the resumed node to rejoin", |c| {
         let st = c.stats();

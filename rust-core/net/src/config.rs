@@ -34,13 +34,15 @@ pub struct NetConfig {
     /// A storage node lists itself among the live nodes (so that its own
     /// client and repair can place fragments on it).
     pub include_self: bool,
-    /// A peer whose pings fail twice in a row (libp2p reports the second)
-    /// is dropped: a frozen process leaves the live set within
-    /// 2 × (interval + timeout). The timeout must outlast the stalls of a
-    /// busy connection: a ping queues behind the fragment bytes already in
-    /// the same TCP connection, and a saturated host runs its node late.
+    /// A peer whose pings fail `ping_failures_to_drop` times in a row on a
+    /// connection is dropped: a frozen process leaves the live set within
+    /// about `ping_failures_to_drop × (interval + timeout)`. A ping queues
+    /// behind the fragment bytes already in the same TCP connection, and a
+    /// saturated host runs its node late, so one or two late pings are no
+    /// sign of a dead peer (`ping_failures.rs`).
     pub ping_interval: Duration,
     pub ping_timeout: Duration,
+    pub ping_failures_to_drop: u32,
     /// Opening a stream, and each response or frame, must happen within this.
     pub request_timeout: Duration,
     /// Connections without traffic are closed after this (libp2p's default, 10 s, is too short).
@@ -68,12 +70,12 @@ impl NetConfig {
             domain: hostname(),
             store: None,
             include_self: true,
-            // 650 ms drops live holders mid-write while six TaskManagers fill
-            // 3 GB of RocksDB state on two cores (recovery benchmark); 500 ms /
-            // 2 s fixed that but made nodes fail to meet in the peer_bounds
-            // tests (about one run in four), so it stays until that is understood
+            // Dropping at libp2p's second failure (≤ 1.9 s) dropped live holders
+            // mid-write while six TaskManagers filled 3 GB of RocksDB state on
+            // two cores (recovery benchmark); five in a row is ≈ 4.75 s.
             ping_interval: Duration::from_millis(300),
             ping_timeout: Duration::from_millis(650),
+            ping_failures_to_drop: 5,
             request_timeout: Duration::from_secs(30),
             idle_connection_timeout: Duration::from_secs(3600),
             hello_interval: Duration::from_secs(2),

@@ -24,6 +24,7 @@ pub mod key;
 mod membership;
 mod peer_limit;
 mod pending_limit;
+mod ping_failures;
 pub mod node;
 mod pool;
 mod server;

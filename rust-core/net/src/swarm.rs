@@ -24,6 +24,7 @@ use fragstate_core::error::{Error, Result};
 use crate::config::{hostname, IDENTIFY_PROTOCOL, KAD_PROTOCOL, NetConfig};
 use crate::membership::{exchange_hello, peer_left};
 use crate::pending_limit::{self, MAX_PENDING_INCOMING_PER_ADDRESS};
+use crate::ping_failures::{PingFailures, PingVerdict};
 use crate::state::{lock, Cmd, Inner};
 
 /// Connections being set up from outside (TCP accepted, noise handshake not
@@ -255,6 +256,7 @@ pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, m
     let mut shutdown = inner.shutdown.subscribe();
     let mut bootstrap = BootstrapDials::default();
     let mut refused = RefusedConnections::default();
+    let mut pings = PingFailures::new(inner.cfg.ping_failures_to_drop);
     bootstrap.dial_all(&mut swarm, &inner.cfg.bootstrap, &inner.cfg.listen);
     let mut tick = tokio::time::interval(Duration::from_secs(3));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -290,7 +292,7 @@ pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, m
                 if let SwarmEvent::IncomingConnectionError { send_back_addr, error, .. } = &ev {
                     refused.record(send_back_addr, error);
                 } else {
-                    handle_event(&inner, &mut swarm, ev);
+                    handle_event(&inner, &mut swarm, &mut pings, ev);
                 }
             }
         }
@@ -332,7 +334,7 @@ impl RefusedConnections {
     }
 }
 
-pub(crate) fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, ev: SwarmEvent<BehaviourEvent>) {
+fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, pings: &mut PingFailures, ev: SwarmEvent<BehaviourEvent>) {
     match ev {
         SwarmEvent::NewListenAddr { address, .. } => {
             tracing::info!(%address, peer = %inner.peer_id, "listening");
@@ -347,7 +349,8 @@ pub(crate) fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, ev:
             let inner = inner.clone();
             tokio::spawn(async move { exchange_hello(&inner, peer_id, true).await });
         }
-        SwarmEvent::ConnectionClosed { peer_id, num_established, cause, .. } => {
+        SwarmEvent::ConnectionClosed { peer_id, connection_id, num_established, cause, .. } => {
+            pings.closed(connection_id);
             lock(&inner.peers).entry(peer_id).or_default().connections_closed += 1;
             if num_established == 0 {
                 let why = cause.map(|c| c.to_string()).unwrap_or_else(|| "closed".into());
@@ -370,11 +373,15 @@ pub(crate) fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, ev:
             let opts = DialOpts::peer_id(peer).addresses(addresses.into_vec()).condition(PeerCondition::DisconnectedAndNotDialing).build();
             let _ = swarm.dial(opts);
         }
-        SwarmEvent::Behaviour(BehaviourEvent::Ping(ping::Event { peer, result: Err(e), .. })) => {
-            tracing::warn!(%peer, error = %e, "ping failed: dropping the peer");
-            peer_left(inner, peer, "ping failure");
-            let _ = swarm.disconnect_peer_id(peer);
-        }
+        SwarmEvent::Behaviour(BehaviourEvent::Ping(ping::Event { connection, result: Ok(_), .. })) => pings.succeeded(connection),
+        SwarmEvent::Behaviour(BehaviourEvent::Ping(ping::Event { peer, connection, result: Err(e) })) => match pings.failed(connection) {
+            PingVerdict::Keep => tracing::debug!(%peer, error = %e, "ping failed"),
+            PingVerdict::Drop { failed_in_a_row } => {
+                tracing::warn!(%peer, error = %e, failed_in_a_row, "pings failed: dropping the peer");
+                peer_left(inner, peer, "ping failures");
+                let _ = swarm.disconnect_peer_id(peer);
+            }
+        },
         SwarmEvent::OutgoingConnectionError { peer_id, error, .. } => {
             tracing::debug!(?peer_id, %error, "dial failed");
         }

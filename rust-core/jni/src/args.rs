@@ -34,6 +34,18 @@ pub(crate) unsafe fn direct_bytes<'a>(env: &JNIEnv, buf: &JByteBuffer, len: jint
     Ok(std::slice::from_raw_parts_mut(addr, len as usize))
 }
 
+/// Java's `byte` is signed: the same bytes seen as `jbyte`s, without a copy.
+pub(crate) fn as_jbytes(b: &[u8]) -> &[i8] {
+    // SAFETY: u8 and i8 have the same size and alignment, and every bit pattern is valid for both.
+    unsafe { std::slice::from_raw_parts(b.as_ptr().cast(), b.len()) }
+}
+
+/// [`as_jbytes`] for a buffer Java fills.
+pub(crate) fn as_jbytes_mut(b: &mut [u8]) -> &mut [i8] {
+    // SAFETY: as in `as_jbytes`; the borrow is exclusive.
+    unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr().cast(), b.len()) }
+}
+
 pub(crate) fn check_range(env: &JNIEnv, arr: &JByteArray, off: jint, len: jint) -> JResult<()> {
     if arr.is_null() {
         return Err(Failure::Null("byte array"));

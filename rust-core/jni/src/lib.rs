@@ -28,7 +28,7 @@ use jni::JNIEnv;
 use once_cell::sync::{Lazy, OnceCell};
 use tokio::runtime::Runtime;
 
-use crate::args::{check_range, direct_bytes, string};
+use crate::args::{as_jbytes, as_jbytes_mut, check_range, direct_bytes, string};
 use crate::failure::{guard, Failure, JResult};
 use crate::handles::{lock, Handles};
 use crate::log::init_logging;
@@ -167,10 +167,8 @@ pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_writeArray<'l
 ) {
     guard(&mut env, (), |env| {
         check_range(env, &arr, off, len)?;
-        let mut bytes = vec![0i8; len as usize];
-        env.get_byte_array_region(&arr, off, &mut bytes)?;
-        // i8 → u8 reinterpretation of the same bytes.
-        let bytes: Vec<u8> = bytes.into_iter().map(|b| b as u8).collect();
+        let mut bytes = vec![0u8; len as usize];
+        env.get_byte_array_region(&arr, off, as_jbytes_mut(&mut bytes))?;
         let rt = runtime()?;
         WRITERS.with(writer, |w| Ok(rt.block_on(w.write(&bytes))?))
     })
@@ -257,8 +255,7 @@ pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_readArray<'l>
         let mut out = vec![0u8; len as usize];
         let n = read_into(reader, &mut out)?;
         if n > 0 {
-            let signed: Vec<i8> = out[..n as usize].iter().map(|&b| b as i8).collect();
-            env.set_byte_array_region(&arr, off, &signed)?;
+            env.set_byte_array_region(&arr, off, as_jbytes(&out[..n as usize]))?;
         }
         Ok(n)
     })

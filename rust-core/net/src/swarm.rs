@@ -3,7 +3,9 @@
 //! drives it and turns its events into membership changes.
 
 use std::collections::HashMap;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -16,7 +18,8 @@ use libp2p::pnet::PreSharedKey;
 use libp2p::swarm::dial_opts::{DialOpts, PeerCondition};
 use libp2p::multiaddr::Protocol;
 use libp2p::swarm::{ConnectionId, NetworkBehaviour, SwarmEvent};
-use libp2p::{connection_limits, dns, identify, noise, ping, tcp, yamux, Multiaddr, PeerId, Swarm, Transport as _};
+use libp2p::core::transport::{DialOpts as TransportDialOpts, ListenerId, PortUse, TransportError, TransportEvent};
+use libp2p::{connection_limits, dns, identify, noise, ping, tcp, yamux, Multiaddr, PeerId, Swarm, Transport};
 use tokio::sync::mpsc;
 
 use fragstate_core::error::{Error, Result};
@@ -112,12 +115,46 @@ pub(crate) fn check_listen_addr(addr: &Multiaddr) -> Result<()> {
 /// `/dns` (and `/dnsaddr`) addresses resolves the name first, with the system
 /// resolver configuration (`/etc/resolv.conf`, `/etc/hosts`; `localhost` is
 /// always the loopback address). Listening is TCP's unchanged.
-fn dns_tcp() -> dns::tokio::Transport<tcp::tokio::Transport> {
-    let tcp = || tcp::tokio::Transport::new(tcp::Config::default().nodelay(true));
+fn dns_tcp() -> dns::tokio::Transport<NewPortDials<tcp::tokio::Transport>> {
+    let tcp = || NewPortDials(tcp::tokio::Transport::new(tcp::Config::default().nodelay(true)));
     dns::tokio::Transport::system(tcp()).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "cannot read the system DNS configuration: host names resolve through /etc/hosts only");
         dns::tokio::Transport::custom(tcp(), dns::ResolverConfig::default(), dns::ResolverOpts::default())
     })
+}
+
+/// A transport whose every dial takes a fresh local port. libp2p dials from
+/// the node's listen port by default (for hole punching, which fragstate does
+/// not do), so a connection between two listen ports leaves its 4-tuple in
+/// TIME_WAIT when it closes, and a node that listens on the same port again
+/// — a restarted TaskManager with a fixed port, or on loopback any new node
+/// the kernel gives a recently used port — cannot dial the same peer for up
+/// to a minute: `connect` fails with EADDRINUSE, which libp2p-tcp 0.45 does
+/// not retry (only EADDRNOTAVAIL). Seen as nodes that never met in the
+/// peer_bounds tests. Peers learn our listen addresses from identify.
+struct NewPortDials<T>(T);
+
+impl<T: Transport + Unpin> Transport for NewPortDials<T> {
+    type Output = T::Output;
+    type Error = T::Error;
+    type ListenerUpgrade = T::ListenerUpgrade;
+    type Dial = T::Dial;
+
+    fn listen_on(&mut self, id: ListenerId, addr: Multiaddr) -> std::result::Result<(), TransportError<Self::Error>> {
+        self.0.listen_on(id, addr)
+    }
+
+    fn remove_listener(&mut self, id: ListenerId) -> bool {
+        self.0.remove_listener(id)
+    }
+
+    fn dial(&mut self, addr: Multiaddr, opts: TransportDialOpts) -> std::result::Result<Self::Dial, TransportError<Self::Error>> {
+        self.0.dial(addr, TransportDialOpts { port_use: PortUse::New, ..opts })
+    }
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<TransportEvent<Self::ListenerUpgrade, Self::Error>> {
+        Pin::new(&mut self.0).poll(cx)
+    }
 }
 
 /// DNS → TCP → Noise → yamux. With a cluster key, Noise's handshake prologue

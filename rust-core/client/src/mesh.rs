@@ -1,7 +1,7 @@
 //! The in-process mesh: N storage nodes in one process, each with its own
 //! [`FragmentStore`], reached through the same [`Transport`] trait as the
 //! network. It is the test bed of the pipelines (with fault injection: kill a
-//! node, drop or corrupt a fragment, slow a node down) and the embedded
+//! node, fail its next requests, drop or corrupt a fragment, slow a node down) and the embedded
 //! default of local Flink execution.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -28,6 +28,8 @@ struct MeshNode {
     store: Arc<FragmentStore>,
     alive: AtomicBool,
     delay_micros: AtomicU64,
+    /// Requests still to fail while the node stays live (a transient fault).
+    failing_requests: AtomicU64,
     /// Where readers' corrupt-cell reports go (a [`crate::scrubber::Scrubber`] of the node takes them).
     scrub: Arc<ScrubShared>,
 }
@@ -39,11 +41,13 @@ impl MeshNode {
         if delay > 0 {
             tokio::time::sleep(Duration::from_micros(delay)).await;
         }
-        if self.alive.load(Ordering::Acquire) {
-            Ok(())
-        } else {
-            Err(Error::NodeUnavailable { node: self.id.clone(), reason: "node is down (mesh fault injection)".into() })
+        if !self.alive.load(Ordering::Acquire) {
+            return Err(Error::NodeUnavailable { node: self.id.clone(), reason: "node is down (mesh fault injection)".into() });
         }
+        if self.failing_requests.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_ok() {
+            return Err(Error::NodeUnavailable { node: self.id.clone(), reason: "request failed (mesh fault injection)".into() });
+        }
+        Ok(())
     }
 }
 
@@ -70,6 +74,7 @@ impl Mesh {
                     store: Arc::new(store),
                     alive: AtomicBool::new(true),
                     delay_micros: AtomicU64::new(0),
+                    failing_requests: AtomicU64::new(0),
                     scrub: ScrubShared::new(),
                 })
             })
@@ -124,6 +129,13 @@ impl Mesh {
     /// Fault injection: every request to the node waits `delay` first.
     pub fn slow_down(&self, id: &NodeId, delay: Duration) -> Result<()> {
         self.node(id)?.delay_micros.store(delay.as_micros() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Fault injection: the node's next `n` requests fail while it stays
+    /// live (a busy peer that dropped a stream, a reset connection).
+    pub fn fail_requests(&self, id: &NodeId, n: u64) -> Result<()> {
+        self.node(id)?.failing_requests.store(n, Ordering::Release);
         Ok(())
     }
 

@@ -19,6 +19,11 @@ use fragstate_core::ids::{FragmentKey, WriteId};
 use fragstate_core::ids::{now_unix_ms, NodeId};
 use fragstate_core::restore_model::{fetch_order, PeerEstimate};
 
+/// Pauses before asking holders whose request failed again, one per round;
+/// at most about 1.7 s in all before a stripe counts as unrecoverable.
+const RETRY_BACKOFF: [std::time::Duration; 3] =
+    [std::time::Duration::from_millis(200), std::time::Duration::from_millis(500), std::time::Duration::from_secs(1)];
+
 /// The cells of one stripe and where they came from.
 pub(crate) struct FetchedStripe {
     /// `k + m` slots; at least `k` hold verified cells.
@@ -44,12 +49,20 @@ impl FragmentSet<'_> {
     /// Holders are asked in [`fetch_order`]: data cells first (decoding them
     /// is a copy) unless this client measured a data holder clearly slower
     /// than a parity holder; `k` plus `hedge` at once, and a failed, corrupt
-    /// or late cell brings in the next holder.
+    /// or late cell brings in the next holder. When every holder has been
+    /// asked and fewer than `k` cells came back, holders whose request failed
+    /// but that are still live are asked again, after [`RETRY_BACKOFF`]: with
+    /// `m` holders dead there is no spare, and one request lost to a busy
+    /// peer must not fail a read whose cells all exist (each failed read
+    /// restarts every subtask's restore in Flink).
     pub async fn fetch(&self, ctx: &Ctx, stripe: u32, info: &StripeInfo, skip: Option<usize>) -> Result<FetchedStripe> {
         let k = self.codec.params().k();
         let n = self.codec.params().fragments();
         let live: HashSet<NodeId> = ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
         let mut missing: Vec<usize> = Vec::new();
+        // Fragments whose request failed (not absent, not corrupt), and the retry rounds used.
+        let mut failed: Vec<usize> = Vec::new();
+        let mut retries = RETRY_BACKOFF.iter();
         let mut corrupt: Vec<usize> = Vec::new();
         let speeds = ctx.peer_speeds.of(self.holders.iter());
         let mut candidates: Vec<Option<Option<PeerEstimate>>> = vec![None; n];
@@ -94,6 +107,17 @@ impl FragmentSet<'_> {
             while inflight.len() < k - good && !queue.is_empty() {
                 inflight.push(request(queue.pop_front().unwrap()));
             }
+            if inflight.is_empty() && !failed.is_empty() {
+                if let Some(backoff) = retries.next() {
+                    tokio::time::sleep(*backoff).await;
+                    let live: HashSet<NodeId> = ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
+                    let again: Vec<usize> = failed.drain(..).filter(|&i| live.contains(&self.holders[i])).collect();
+                    missing.retain(|i| !again.contains(i));
+                    tracing::debug!(path = %self.path, stripe, fragments = ?again, "asking live holders again after failed requests");
+                    inflight.extend(again.into_iter().map(&request));
+                    continue;
+                }
+            }
             if inflight.is_empty() {
                 return Err(Error::StripeUnrecoverable {
                     path: self.path.to_string(),
@@ -124,6 +148,7 @@ impl FragmentSet<'_> {
                         bump(&ctx.counters.failed_requests, 1);
                         tracing::debug!(path = %self.path, stripe, fragment = i, %node, error = %e, "cell request failed");
                         missing.push(i);
+                        failed.push(i);
                     }
                 },
                 _ = &mut hedge_timer, if !hedged => {
@@ -180,12 +205,12 @@ struct Object {
 }
 
 impl Object {
-    async fn stripe(&self, ctx: &Ctx, s: u64, stats: &Mutex<ReadStats>) -> Result<Bytes> {
+    async fn stripe(&self, ctx: &Ctx, s: u64, stats: &Mutex<ReadStats>) -> Result<Vec<Bytes>> {
         let info = &self.manifest.stripes[s as usize];
         let set = FragmentSet { path: &self.path, write_id: self.manifest.write_id, holders: &self.manifest.holders, codec: &self.codec };
         let fetched = set.fetch(ctx, s as u32, info, None).await?;
         let logical = self.manifest.stripe_len(s) as usize;
-        let data = self.codec.decode(&self.path, s as u32, info, logical, &fetched.cells)?;
+        let data = self.codec.decode_parts(&self.path, s as u32, info, logical, &fetched.cells)?;
         let mut st = stats.lock().unwrap_or_else(|p| p.into_inner());
         st.stripes += 1;
         st.reconstructed_stripes += fetched.reconstructed as u64;
@@ -202,8 +227,9 @@ pub struct ObjectReader {
     ctx: Arc<Ctx>,
     obj: Arc<Object>,
     pos: u64,
-    current: Option<(u64, Bytes)>,
-    ahead: VecDeque<(u64, JoinHandle<Result<Bytes>>)>,
+    /// The stripe being read, as [`StripeCodec::decode_parts`] gave it.
+    current: Option<(u64, Vec<Bytes>)>,
+    ahead: VecDeque<(u64, JoinHandle<Result<Vec<Bytes>>>)>,
     stats: Arc<Mutex<ReadStats>>,
     bytes_read: AtomicU64,
 }
@@ -264,10 +290,13 @@ impl ObjectReader {
             let data = self.fetch_stripe(s).await?;
             self.current = Some((s, data));
         }
-        let data = &self.current.as_ref().unwrap().1;
+        let parts = &self.current.as_ref().unwrap().1;
         let off = (self.pos - s * stripe_len) as usize;
-        let n = buf.len().min(data.len() - off);
-        buf[..n].copy_from_slice(&data[off..off + n]);
+        let n = copy_from_parts(parts, off, buf);
+        if n == 0 {
+            // Never 0 before the end: a short stripe must not read as the end of the object.
+            return Err(Error::InvalidState { path: self.obj.manifest.path.clone(), reason: format!("stripe {s} ends before offset {off}") });
+        }
         self.pos += n as u64;
         self.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
         bump(&self.ctx.counters.bytes_read, n as u64);
@@ -290,7 +319,7 @@ impl ObjectReader {
     }
 
     /// Returns stripe `s`, keeping the next `read_ahead` stripes in flight.
-    async fn fetch_stripe(&mut self, s: u64) -> Result<Bytes> {
+    async fn fetch_stripe(&mut self, s: u64) -> Result<Vec<Bytes>> {
         if self.ahead.front().map(|a| a.0) != Some(s) {
             // A seek: what was fetched ahead is for another position.
             for (_, h) in self.ahead.drain(..) {
@@ -312,10 +341,50 @@ impl ObjectReader {
     }
 }
 
+/// Copies the bytes of `parts` (in order) from `off` on into `buf`, as many
+/// as fit; 0 when `off` is at or past their end.
+fn copy_from_parts(parts: &[Bytes], mut off: usize, buf: &mut [u8]) -> usize {
+    let mut n = 0;
+    for p in parts {
+        if off >= p.len() {
+            off -= p.len();
+            continue;
+        }
+        let m = (p.len() - off).min(buf.len() - n);
+        buf[n..n + m].copy_from_slice(&p[off..off + m]);
+        n += m;
+        off = 0;
+        if n == buf.len() {
+            break;
+        }
+    }
+    n
+}
+
 impl Drop for ObjectReader {
     fn drop(&mut self) {
         for (_, h) in self.ahead.drain(..) {
             h.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_cross_part_boundaries_and_stop_at_the_end() {
+        let parts = [Bytes::from_static(b"abc"), Bytes::from_static(b"de"), Bytes::from_static(b"fgh")];
+        let mut buf = [0u8; 4];
+        assert_eq!(copy_from_parts(&parts, 0, &mut buf), 4);
+        assert_eq!(&buf, b"abcd");
+        assert_eq!(copy_from_parts(&parts, 2, &mut buf), 4);
+        assert_eq!(&buf, b"cdef");
+        assert_eq!(copy_from_parts(&parts, 6, &mut buf), 2);
+        assert_eq!(&buf[..2], b"gh");
+        assert_eq!(copy_from_parts(&parts, 8, &mut buf), 0);
+        assert_eq!(copy_from_parts(&parts, 80, &mut buf), 0);
+        assert_eq!(copy_from_parts(&parts, 1, &mut []), 0);
     }
 }

@@ -306,6 +306,28 @@ fn reads_learn_a_slow_data_holder_and_ask_a_parity_holder_instead() {
 }
 
 #[test]
+fn with_m_holders_dead_a_live_holder_that_fails_a_request_is_asked_again() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(7, u64::MAX);
+        let c = client(&mesh, params(4, 2));
+        let data = payload(4 * 4 * CELL as usize, 3);
+        let man = write(&c, "obj", &data, 1 << 16).await;
+        mesh.kill(&man.holders[0]).unwrap();
+        mesh.kill(&man.holders[5]).unwrap();
+        // No spare holder is left: before the retry, one failed request failed the read.
+        mesh.fail_requests(&man.holders[2], 3).unwrap();
+        assert_eq!(read(&c, "obj").await.unwrap(), data);
+        assert!(c.stats().failed_requests >= 1, "{:?}", c.stats());
+        // A holder that keeps failing is given up after the bounded retries, naming it.
+        mesh.fail_requests(&man.holders[2], u64::MAX).unwrap();
+        let t = std::time::Instant::now();
+        let e = read(&c, "obj").await.unwrap_err().to_string();
+        assert!(e.contains("3 good cells of the 4 needed") && e.contains("missing fragments [0, 2, 5]"), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(10), "gave up after {:?}", t.elapsed());
+    });
+}
+
+#[test]
 fn too_few_nodes_is_a_clear_error() {
     rt().block_on(async {
         let mesh = Mesh::in_memory(5, u64::MAX);

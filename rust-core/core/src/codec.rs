@@ -110,6 +110,29 @@ impl StripeCodec {
         cell.len() == info.cell_len(self.params.k()) && info.cell_checksums.get(index) == Some(&format::cell_checksum(cell))
     }
 
+    /// [`Self::decode`] without joining: the stripe's object bytes as parts
+    /// in order. When all `k` data cells are there and the stripe is not
+    /// compressed, the parts are the data cells themselves (no copy: a
+    /// reader copies each byte once, into its caller's buffer); otherwise one
+    /// rebuilt or decompressed buffer.
+    pub fn decode_parts(&self, what: &str, stripe: u32, info: &StripeInfo, logical_len: usize, cells: &[Option<Bytes>]) -> Result<Vec<Bytes>> {
+        let k = self.params.k();
+        if info.compressed || k == 1 || !cells[..k].iter().all(Option::is_some) {
+            return Ok(vec![self.decode(what, stripe, info, logical_len, cells)?]);
+        }
+        let mut left = info.stored_len as usize;
+        let mut parts = Vec::with_capacity(k);
+        for c in cells[..k].iter().flatten() {
+            let n = left.min(c.len());
+            if n == 0 {
+                break;
+            }
+            parts.push(c.slice(..n));
+            left -= n;
+        }
+        Ok(parts)
+    }
+
     /// Rebuilds the stripe's object bytes from at least `k` verified cells
     /// (`cells[i]` is cell `i` or `None`). `logical_len` is the number of
     /// object bytes in the stripe.
@@ -305,6 +328,17 @@ mod tests {
             }
             let out = codec.decode("p", 0, &enc.info, len, &cells).unwrap();
             prop_assert_eq!(&out[..], &bytes[..]);
+            let parts = codec.decode_parts("p", 0, &enc.info, len, &cells).unwrap();
+            prop_assert_eq!(parts.concat(), bytes.clone());
+            // With every data cell there, nothing is copied: each part is a data cell (or its start).
+            let all: Vec<Option<Bytes>> = enc.cells.iter().cloned().map(Some).collect();
+            if !enc.info.compressed && k > 1 {
+                let parts = codec.decode_parts("p", 0, &enc.info, len, &all).unwrap();
+                prop_assert_eq!(parts.concat(), bytes.clone());
+                for (p, c) in parts.iter().zip(&enc.cells) {
+                    prop_assert_eq!(p.as_ptr(), c.as_ptr());
+                }
+            }
             let rebuilt = codec.rebuild_cells("p", 0, &enc.info, &cells).unwrap();
             prop_assert_eq!(rebuilt, enc.cells);
         }

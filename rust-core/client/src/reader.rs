@@ -64,6 +64,8 @@ impl FragmentSet<'_> {
         let mut failed: Vec<usize> = Vec::new();
         let mut retries = RETRY_BACKOFF.iter();
         let mut corrupt: Vec<usize> = Vec::new();
+        // The last reason each missing fragment is missing, for the error.
+        let mut causes: Vec<(usize, String)> = Vec::new();
         let speeds = ctx.peer_speeds.of(self.holders.iter());
         let mut candidates: Vec<Option<Option<PeerEstimate>>> = vec![None; n];
         for i in 0..n {
@@ -74,6 +76,7 @@ impl FragmentSet<'_> {
                 candidates[i] = Some(speeds[i]);
             } else {
                 missing.push(i);
+                causes.push((i, format!("node {} is not live", self.holders[i])));
             }
         }
         let cell_len = info.cell_len(k) as u32;
@@ -119,6 +122,7 @@ impl FragmentSet<'_> {
                 }
             }
             if inflight.is_empty() {
+                causes.sort_by_key(|c| c.0);
                 return Err(Error::StripeUnrecoverable {
                     path: self.path.to_string(),
                     stripe,
@@ -126,6 +130,7 @@ impl FragmentSet<'_> {
                     good,
                     missing: sorted(missing),
                     corrupt: sorted(corrupt),
+                    causes: causes.iter().map(|(i, why)| format!("; fragment {i}: {why}")).collect(),
                 });
             }
             tokio::select! {
@@ -149,6 +154,8 @@ impl FragmentSet<'_> {
                         tracing::debug!(path = %self.path, stripe, fragment = i, %node, error = %e, "cell request failed");
                         missing.push(i);
                         failed.push(i);
+                        causes.retain(|c| c.0 != i);
+                        causes.push((i, e.to_string()));
                     }
                 },
                 _ = &mut hedge_timer, if !hedged => {

@@ -148,7 +148,13 @@ pub(crate) async fn rebuild_one_cell(ctx: &Ctx, manifest: &Manifest, index: usiz
 }
 
 /// Rebuilds every fragment of a committed object whose holder is not live,
-/// then publishes a new manifest revision to all holders.
+/// then publishes a new manifest revision to all holders. Fragments that
+/// cannot be rebuilt now (no node left to place them on, with `m` nodes
+/// gone) do not hold back the ones that were: those are published, and the
+/// error of the first failure is returned for the next round. (Before, one
+/// unplaceable fragment discarded the others' rebuild every round — each a
+/// full read of `k` fragments — and the next round found its own earlier
+/// rebuild in the way: "already started".)
 pub(crate) async fn repair_object(ctx: &Ctx, manifest: Arc<Manifest>) -> Result<usize> {
     let live: HashSet<NodeId> = ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
     let lost: Vec<usize> = (0..manifest.holders.len()).filter(|&i| !live.contains(&manifest.holders[i])).collect();
@@ -159,17 +165,33 @@ pub(crate) async fn repair_object(ctx: &Ctx, manifest: Arc<Manifest>) -> Result<
     let path: Arc<str> = Arc::from(manifest.path.as_str());
     let mut holders = manifest.holders.clone();
     let mut avoid: HashSet<NodeId> = HashSet::new();
+    let mut repaired = 0;
+    let mut unrepaired: Option<Error> = None;
     for &i in &lost {
-        replace_finished_fragment(ctx, &path, &manifest, &codec, &mut holders, i, &mut avoid).await?;
-        bump(&ctx.counters.fragments_repaired, 1);
+        match replace_finished_fragment(ctx, &path, &manifest, &codec, &mut holders, i, &mut avoid).await {
+            Ok(()) => {
+                bump(&ctx.counters.fragments_repaired, 1);
+                repaired += 1;
+            }
+            // No node for this one means none for the rest either.
+            Err(e) => {
+                unrepaired = Some(e);
+                break;
+            }
+        }
     }
-    let new = Manifest { holders, revision: version::next_revision(manifest.revision, &manifest.path)?, ..(*manifest).clone() };
-    if let Published::Superseded { by, .. } = publish_manifest(ctx, new, &codec, &mut avoid).await? {
-        // Overwritten while we repaired: the rebuilt fragments belong to an
-        // old version, which the new write deletes (or reclaim removes).
-        tracing::info!(path = %manifest.path, newer = ?by, "object overwritten during its repair");
+    if repaired > 0 {
+        let new = Manifest { holders, revision: version::next_revision(manifest.revision, &manifest.path)?, ..(*manifest).clone() };
+        if let Published::Superseded { by, .. } = publish_manifest(ctx, new, &codec, &mut avoid).await? {
+            // Overwritten while we repaired: the rebuilt fragments belong to an
+            // old version, which the new write deletes (or reclaim removes).
+            tracing::info!(path = %manifest.path, newer = ?by, "object overwritten during its repair");
+        }
     }
-    Ok(lost.len())
+    match unrepaired {
+        Some(e) => Err(e),
+        None => Ok(repaired),
+    }
 }
 
 /// Rebuilds fragment `index` of a fully written object onto a new node and

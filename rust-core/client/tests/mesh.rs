@@ -323,6 +323,9 @@ fn with_m_holders_dead_a_live_holder_that_fails_a_request_is_asked_again() {
         let t = std::time::Instant::now();
         let e = read(&c, "obj").await.unwrap_err().to_string();
         assert!(e.contains("3 good cells of the 4 needed") && e.contains("missing fragments [0, 2, 5]"), "{e}");
+        // and says why each fragment is missing
+        assert!(e.contains(&format!("fragment 0: node {} is not live", man.holders[0])), "{e}");
+        assert!(e.contains("fragment 2: ") && e.contains("request failed (mesh fault injection)"), "{e}");
         assert!(t.elapsed() < Duration::from_secs(10), "gave up after {:?}", t.elapsed());
     });
 }
@@ -434,6 +437,31 @@ fn repair_restores_full_redundancy() {
         // Two more losses among the new holder set are survived.
         mesh.kill(&repaired.holders[1]).unwrap();
         mesh.kill(&repaired.holders[2]).unwrap();
+        assert_eq!(read(&c, "obj").await.unwrap(), data);
+    });
+}
+
+#[test]
+fn with_one_spare_node_for_two_lost_fragments_repair_keeps_the_one_it_rebuilt() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(7, u64::MAX);
+        let c = client(&mesh, params(4, 2));
+        let data = payload(123_456, 6);
+        let man = write(&c, "obj", &data, 1 << 20).await;
+        mesh.kill(&man.holders[1]).unwrap();
+        mesh.kill(&man.holders[3]).unwrap();
+        // 5 live nodes: the 4 holders and one spare, so one of the two fragments can move.
+        let e = c.repair("obj").await.unwrap_err().to_string();
+        assert!(e.contains("cannot place 1 fragments"), "{e}");
+        let repaired = c.find_manifest("obj").await.unwrap().unwrap();
+        assert_eq!(repaired.revision, 1, "the rebuilt fragment is published");
+        assert_eq!(repaired.holders.iter().filter(|h| mesh.is_alive(h)).count(), 5, "{:?}", repaired.holders);
+        assert_eq!(c.stats().fragments_repaired, 1);
+        // The next round fails at placement at once: nothing rebuilt again.
+        assert!(c.repair("obj").await.is_err());
+        assert_eq!(c.stats().fragments_repaired, 1);
+        // One more loss among the five is survived.
+        mesh.kill(&repaired.holders[0]).unwrap();
         assert_eq!(read(&c, "obj").await.unwrap(), data);
     });
 }

@@ -189,7 +189,7 @@ impl StripeCodec {
         let present = cells.iter().filter(|c| c.is_some()).count();
         if present < k {
             let missing = (0..n).filter(|&i| cells[i].is_none()).collect();
-            return Err(Error::StripeUnrecoverable { path: what.to_string(), stripe, k, good: present, missing, corrupt: vec![] });
+            return Err(Error::StripeUnrecoverable { path: what.to_string(), stripe, k, good: present, missing, corrupt: vec![], causes: String::new() });
         }
         let rebuild = |e| Error::format(format!("{what} stripe {stripe}"), format!("reconstruction failed: {e:?}"));
         if parity {

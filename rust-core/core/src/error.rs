@@ -67,7 +67,7 @@ pub enum Error {
     /// A stripe with fewer than `k` good cells: more than `m` fragments lost.
     #[error(
         "{path}: stripe {stripe} cannot be rebuilt: {good} good cells of the {k} needed \
-         (missing fragments {missing:?}, corrupt fragments {corrupt:?})"
+         (missing fragments {missing:?}, corrupt fragments {corrupt:?}){causes}"
     )]
     StripeUnrecoverable {
         /// The object path.
@@ -82,6 +82,9 @@ pub enum Error {
         missing: Vec<usize>,
         /// Fragment indices whose cell failed its checksum.
         corrupt: Vec<usize>,
+        /// Why each missing fragment is missing, as "; fragment I: …" (empty
+        /// where the caller does not know, as in decoding given cells).
+        causes: String,
     },
 
     /// A node's store refused a cell over its byte budget, or (disk store)

@@ -120,9 +120,15 @@ impl StripeCodec {
         if info.compressed || k == 1 || !cells[..k].iter().all(Option::is_some) {
             return Ok(vec![self.decode(what, stripe, info, logical_len, cells)?]);
         }
+        Ok(Self::stored_data_parts(info, &cells[..k]))
+    }
+
+    /// The stored bytes of a stripe whose data cells are all here: each data
+    /// cell, cut where the stored bytes end (the last ones are padding).
+    fn stored_data_parts(info: &StripeInfo, data_cells: &[Option<Bytes>]) -> Vec<Bytes> {
         let mut left = info.stored_len as usize;
-        let mut parts = Vec::with_capacity(k);
-        for c in cells[..k].iter().flatten() {
+        let mut parts = Vec::with_capacity(data_cells.len());
+        for c in data_cells.iter().flatten() {
             let n = left.min(c.len());
             if n == 0 {
                 break;
@@ -130,7 +136,7 @@ impl StripeCodec {
             parts.push(c.slice(..n));
             left -= n;
         }
-        Ok(parts)
+        parts
     }
 
     /// Rebuilds the stripe's object bytes from at least `k` verified cells
@@ -138,18 +144,11 @@ impl StripeCodec {
     /// object bytes in the stripe.
     pub fn decode(&self, what: &str, stripe: u32, info: &StripeInfo, logical_len: usize, cells: &[Option<Bytes>]) -> Result<Bytes> {
         let k = self.params.k();
-        let cell_len = info.cell_len(k);
         let stored = info.stored_len as usize;
         let payload = if cells[..k].iter().all(Option::is_some) {
-            if k == 1 {
-                cells[0].clone().unwrap().slice(..stored)
-            } else {
-                let mut buf = BytesMut::with_capacity(k * cell_len);
-                for c in &cells[..k] {
-                    buf.extend_from_slice(c.as_ref().unwrap());
-                }
-                buf.truncate(stored);
-                buf.freeze()
+            match Self::stored_data_parts(info, &cells[..k]).as_slice() {
+                [one] => one.clone(),
+                parts => Bytes::from(parts.concat()),
             }
         } else {
             let mut shards = self.reconstruct(what, stripe, info, cells, false)?;

@@ -39,6 +39,42 @@ final class FlinkRest {
         }
     }
 
+    /**
+     * Triggers a checkpoint of the configured type ({@code POST /jobs/<id>/checkpoints}, Flink 2.x)
+     * and returns its request id, for {@link #checkpointTriggerStatus}.
+     */
+    String triggerCheckpoint(String jobId) {
+        HttpRequest req = HttpRequest.newBuilder(URI.create(base + "/jobs/" + jobId + "/checkpoints"))
+                .timeout(Duration.ofSeconds(10)).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString("{\"checkpointType\":\"CONFIGURED\"}")).build();
+        try {
+            HttpResponse<String> r = http.send(req, HttpResponse.BodyHandlers.ofString());
+            if (r.statusCode() != 202 && r.statusCode() != 200) {
+                throw new IllegalStateException("POST /jobs/" + jobId + "/checkpoints -> HTTP " + r.statusCode() + ": "
+                        + Shell.tail(r.body(), 500));
+            }
+            return MAPPER.readTree(r.body()).path("request-id").asText();
+        } catch (IOException e) {
+            throw new IllegalStateException("POST " + base + "/jobs/" + jobId + "/checkpoints failed: " + e, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+    }
+
+    /** {@code IN_PROGRESS} or {@code COMPLETED} of a triggered checkpoint, or {@code FAILED: <cause>}. */
+    String checkpointTriggerStatus(String jobId, String requestId) {
+        JsonNode r = get("/jobs/" + jobId + "/checkpoints/" + requestId);
+        String status = r.path("status").path("id").asText();
+        JsonNode failure = r.path("operation").path("failure-cause");
+        return failure.isMissingNode() || failure.isNull() ? status : "FAILED: " + Shell.tail(failure.toString(), 300);
+    }
+
+    /** The REST endpoint, e.g. {@code http://127.0.0.1:8081}. */
+    String baseUrl() {
+        return base;
+    }
+
     void cancel(String jobId) {
         HttpRequest req = HttpRequest.newBuilder(URI.create(base + "/jobs/" + jobId + "?mode=cancel"))
                 .timeout(Duration.ofSeconds(10)).method("PATCH", HttpRequest.BodyPublishers.noBody()).build();

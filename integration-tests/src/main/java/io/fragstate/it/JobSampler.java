@@ -36,6 +36,7 @@ final class JobSampler {
     private final List<Long> allDurations = new ArrayList<>();
     private long lastSeenId = -1;
     private long failedTotal;
+    private long checkpointedBytes;
 
     JobSampler(FlinkRest rest, String jobId) {
         this.rest = rest;
@@ -52,6 +53,7 @@ final class JobSampler {
                 long id = h.path("id").asLong();
                 if (id > lastSeenId && "COMPLETED".equals(h.path("status").asText())) {
                     pending.put(id, h.path("end_to_end_duration").asLong());
+                    checkpointedBytes += h.path("checkpointed_size").asLong();
                     newest = Math.max(newest, id);
                 }
             }
@@ -77,6 +79,16 @@ final class JobSampler {
         List<Long> d = new ArrayList<>(allDurations);
         Collections.sort(d);
         return d;
+    }
+
+    /** Bytes the checkpoints seen so far wrote ({@code checkpointed_size}: the increment of an incremental checkpoint). */
+    long checkpointedBytes() {
+        return checkpointedBytes;
+    }
+
+    /** Failed checkpoints of the job so far. */
+    long failedTotal() {
+        return failedTotal;
     }
 
     /** Nearest-rank percentile of sorted values; -1 for none. */

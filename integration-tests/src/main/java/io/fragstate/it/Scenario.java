@@ -1,5 +1,10 @@
 package io.fragstate.it;
 
+import io.fragstate.generator.GeneratorConfig;
+import io.fragstate.generator.RateProfile;
+import io.fragstate.generator.RoadGraph;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -52,7 +57,33 @@ public record Scenario(String id, String description, Map<String, String> flinkC
     }
 
     /** Generator parameters; {@code speedup} = simulated seconds per wall-clock second. */
-    public record Simulation(long seed, double scale, int durationSeconds, double speedup) {}
+    /**
+     * The generator's parameters.
+     *
+     * @param profile            {@code null}: the generator's built-in rate profile; else a profile
+     *                           file or {@code daedalus} ({@link RateProfile#read})
+     * @param profileCompression the profile's time axis squeezed this many times ({@link RateProfile#compressed})
+     */
+    public record Simulation(long seed, double scale, int durationSeconds, double speedup, String profile,
+            int profileCompression) {
+        public Simulation(long seed, double scale, int durationSeconds, double speedup) {
+            this(seed, scale, durationSeconds, speedup, null, 1);
+        }
+
+        /** What the generator and the reference computation run with. */
+        public GeneratorConfig generatorConfig() {
+            if (profile == null) {
+                return GeneratorConfig.defaults(seed, scale, durationSeconds);
+            }
+            try {
+                RateProfile rates = RateProfile.read(Path.of(profile)).compressed(profileCompression);
+                return new GeneratorConfig(seed, scale, durationSeconds, GeneratorConfig.DEFAULT_START_EPOCH_MS,
+                        RoadGraph.builtIn(), rates);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot read the rate profile " + profile + ": " + e.getMessage(), e);
+            }
+        }
+    }
 
     /** What is done to the running job. */
     public enum Kind {
@@ -283,6 +314,29 @@ public record Scenario(String id, String description, Map<String, String> flinkC
                         + " min, kill -9 of a TaskManager every " + plan.killEvery().toSeconds() + " s",
                 config, List.of(Artifacts.pluginJar(repo)), plan.taskManagers(), plan.parallelism(), 1_000, sim,
                 Disruption.killTaskManagers(1, Trigger.AFTER_CHECKPOINTS), 2);
+    }
+
+    /**
+     * A run of the checkpoint-interval evaluation ({@code ci/tune-eval.sh}, issue 15): the soak's
+     * cluster (README lines, RS(4,2), RocksDB incremental, disk stores, 2 standalone nodes) with
+     * the Daedalus profile compressed to the plan's minutes, events at their simulated pace
+     * (speedup 1), and checkpoints every {@link TuneEvalPlan#configuredIntervalS} seconds.
+     * RS(4,2) needs 6 nodes besides a writer while a killed TaskManager is down: JobManager + (T -
+     * 1) + 2 standalone - the writer = T + 1, so T >= 5.
+     */
+    static Scenario tuneEval(Path repo, TuneEvalPlan plan) {
+        Map<String, String> config = ReadmeConfig.flinkLines(repo);
+        config.remove("fragstate.cluster-key-file"); // the harness sets this run's key
+        config.put("fragstate.local-backend", "rocksdb");
+        config.put("execution.checkpointing.incremental", "true");
+        config.put("fragstate.store.dir", RUN_DIR + "/fragstate/flink-stores");
+        config.put("execution.checkpointing.data-inline-threshold", "0 b");
+        config.put("web.checkpoints.history", "100");
+        Simulation sim = new Simulation(42, plan.scale(), plan.durationSeconds(), 1.0, RateProfile.DAEDALUS, plan.compression());
+        String name = plan.mode().equals(TuneEvalPlan.FIXED) ? "fixed-" + plan.fixedIntervalS() + "s" : plan.mode();
+        return new Scenario("tune-" + name, "checkpoint-interval evaluation: " + plan.describe(), config,
+                List.of(Artifacts.pluginJar(repo)), plan.taskManagers(), plan.parallelism(),
+                plan.configuredIntervalS() * 1000, sim, Disruption.killTaskManagers(1, Trigger.AFTER_CHECKPOINTS), 2);
     }
 
     /**

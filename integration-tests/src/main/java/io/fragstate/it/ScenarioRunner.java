@@ -105,6 +105,11 @@ public final class ScenarioRunner implements AutoCloseable {
 
     /** Runs the scenario with {@code phase} in place of its disruption (the soak's kills and samples). */
     Result run(Phase phase) throws Exception {
+        return run(phase, s -> { });
+    }
+
+    /** {@link #run(Phase)}, and {@code onGeneratorSecond} hears each simulated second the generator has sent. */
+    Result run(Phase phase, IntConsumer onGeneratorSecond) throws Exception {
         long t0 = System.nanoTime();
         Result result = new Result();
         result.scenario = scenario.id();
@@ -135,7 +140,10 @@ public final class ScenarioRunner implements AutoCloseable {
 
         // generator in the background, output collector in this thread
         AtomicInteger generatorSecond = new AtomicInteger();
-        CompletableFuture<KafkaEventProducer.Stats> generator = startGenerator(producer, genConfig, generatorSecond::set);
+        CompletableFuture<KafkaEventProducer.Stats> generator = startGenerator(producer, genConfig, second -> {
+            generatorSecond.set(second);
+            onGeneratorSecond.accept(second);
+        });
 
         try (OutputCollector output = new OutputCollector(stack.brokers(), ServiceStack.OUTPUT_TOPIC)) {
             String jobId = phase.run(stack, first, result, generatorSecond, generator);
@@ -164,7 +172,7 @@ public final class ScenarioRunner implements AutoCloseable {
         Files.writeString(runDir.resolve("owner.pid"), Long.toString(ProcessHandle.current().pid()));
         step("scenario " + scenario.id() + ": " + scenario.description() + " (run dir " + runDir + ")");
         Scenario.Simulation sim = scenario.simulation();
-        GeneratorConfig genConfig = GeneratorConfig.defaults(sim.seed(), sim.scale(), sim.durationSeconds());
+        GeneratorConfig genConfig = sim.generatorConfig();
         VehicleGeneratorMain.writeRegistry(TrafficSimulator.registryFor(genConfig), stack.registry());
         return genConfig;
     }

@@ -146,7 +146,7 @@ final class ServiceStack implements AutoCloseable {
         startFlink();
     }
 
-    private Path fragstateBinary() {
+    Path fragstateBinary() {
         return Artifacts.fragstateBinary(repo);
     }
 

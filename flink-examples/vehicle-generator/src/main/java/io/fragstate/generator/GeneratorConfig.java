@@ -30,11 +30,16 @@ public record GeneratorConfig(long seed, double scale, int durationSeconds, long
         }
     }
 
-    /** Reads {@code --seed --scale --duration-s --start-epoch-ms --graph --profile}. */
+    /**
+     * Reads {@code --seed --scale --duration-s --start-epoch-ms --graph --profile
+     * --profile-compression} ({@code --profile daedalus}: the embedded Daedalus profile;
+     * {@code --profile-compression N}: its time axis squeezed N times, see {@link RateProfile#compressed}).
+     */
     public static GeneratorConfig fromArgs(CliArgs a) {
         try {
             RoadGraph graph = a.has("graph") ? RoadGraph.read(Path.of(a.get("graph", ""))) : RoadGraph.builtIn();
             RateProfile profile = a.has("profile") ? RateProfile.read(Path.of(a.get("profile", ""))) : RateProfile.builtIn();
+            profile = profile.compressed(a.getInt("profile-compression", 1));
             return new GeneratorConfig(a.getLong("seed", 42), a.getDouble("scale", 0.1), a.getInt("duration-s", 120),
                     a.getLong("start-epoch-ms", DEFAULT_START_EPOCH_MS), graph, profile);
         } catch (IOException e) {

@@ -23,14 +23,14 @@ import java.util.Set;
  * java -jar vehicle-generator-all.jar create-topic [--brokers ...] --topic T [--partitions 4]
  *
  * SIMULATION = [--seed 42] [--scale 0.1] [--duration-s 120] [--start-epoch-ms 1700000000000]
- *              [--graph berlin-mitte.json] [--profile tm_6h_100K_max.csv]
+ *              [--graph berlin-mitte.json] [--profile tm_6h_100K_max.csv|daedalus] [--profile-compression N]
  * </pre>
  *
  * {@code expected} prints (or writes) the reference computation: the exact notifications the
  * Traffic Monitoring job emits for the events {@code produce} sends with the same SIMULATION.
  */
 public final class VehicleGeneratorMain {
-    private static final Set<String> SIMULATION = Set.of("seed", "scale", "duration-s", "start-epoch-ms", "graph", "profile");
+    private static final Set<String> SIMULATION = Set.of("seed", "scale", "duration-s", "start-epoch-ms", "graph", "profile", "profile-compression");
 
     private VehicleGeneratorMain() {}
 

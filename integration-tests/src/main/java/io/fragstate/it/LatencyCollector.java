@@ -1,0 +1,76 @@
+package io.fragstate.it;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Properties;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
+
+/**
+ * The job's output as it is written, for its latency: a {@code read_uncommitted} consumer in its
+ * own thread that notes when each notification is first seen (a notification replayed after a
+ * restore is counted once, when first written; its repetition is the restore's, which the
+ * staleness of {@link LatencySeries} measures). The exactly-once check stays with the
+ * read_committed {@link OutputCollector}.
+ */
+final class LatencyCollector implements AutoCloseable {
+    private static final Pattern WINDOW_END = Pattern.compile("\"windowEnd\":(\\d+)");
+
+    private final KafkaConsumer<String, String> consumer;
+    private final Thread thread;
+    private final Set<String> seen = new HashSet<>();
+    private final List<LatencySeries.Sample> samples = new ArrayList<>();
+    private volatile boolean stop;
+
+    LatencyCollector(String brokers, String topic) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted");
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        consumer = new KafkaConsumer<>(p);
+        List<TopicPartition> parts = new ArrayList<>();
+        consumer.partitionsFor(topic).forEach(pi -> parts.add(new TopicPartition(topic, pi.partition())));
+        consumer.assign(parts);
+        consumer.seekToBeginning(parts);
+        thread = new Thread(this::loop, "latency-collector");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    private void loop() {
+        while (!stop) {
+            var records = consumer.poll(Duration.ofMillis(100));
+            long now = System.currentTimeMillis();
+            synchronized (this) {
+                for (ConsumerRecord<String, String> r : records) {
+                    Matcher m = WINDOW_END.matcher(r.value());
+                    if (m.find() && seen.add(r.value())) {
+                        samples.add(new LatencySeries.Sample(now, Long.parseLong(m.group(1))));
+                    }
+                }
+            }
+        }
+    }
+
+    /** The notifications seen so far. */
+    synchronized List<LatencySeries.Sample> samples() {
+        return List.copyOf(samples);
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        stop = true;
+        thread.join(5_000);
+        consumer.close(Duration.ofSeconds(5));
+    }
+}

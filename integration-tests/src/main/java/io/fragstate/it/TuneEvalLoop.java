@@ -1,0 +1,252 @@
+package io.fragstate.it;
+
+import static io.fragstate.it.Report.step;
+
+import io.fragstate.generator.GeneratorConfig;
+import io.fragstate.generator.KafkaEventProducer;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.NavigableSet;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The phase of a {@link ScenarioRunner} run for one {@link TuneEvalPlan} (issue 15): while the
+ * generator plays the compressed Daedalus profile, the {@link LatencyCollector} notes every
+ * notification, the {@link JobSampler} the checkpoints, and the TaskManagers die by {@code kill -9}
+ * at the plan's moments (started again once their subtasks run elsewhere, as a supervisor
+ * would). In controller mode {@code fragstate tune} runs beside the job; in experiments mode the
+ * harness itself times checkpoints ({@link CheckpointTrigger}) and runs the failure experiments.
+ */
+final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
+    /** Longest wait for latency back to steady after an experiment's kill; beyond it the experiment is censored. */
+    static final int EXPERIMENT_RECOVERY_CAP_S = 240;
+
+    private final TuneEvalPlan plan;
+    private final Scenario scenario;
+    private final GeneratorClock clock;
+    private final GeneratorConfig generatorConfig;
+    private final NavigableSet<Long> windowEndsWithOutput;
+    final List<RecoveryTimeline> recoveries = new ArrayList<>();
+    /** Kill moments, seconds after {@link #startMs}. */
+    final List<Double> killAtS = new ArrayList<>();
+    /** Experiments mode: one entry per failure experiment. */
+    final List<Map<String, Object>> experiments = new ArrayList<>();
+    long startMs;
+    List<LatencySeries.Sample> samples = List.of();
+    JobSampler job;
+    /** Seconds after the start at which each killed TaskManager's subtasks ran again elsewhere. */
+    final List<Double> runningAgainAtS = new ArrayList<>();
+    private Process tune;
+    private CheckpointTrigger trigger;
+    /** Every completed checkpoint's end-to-end duration (ms), filled at the end. */
+    List<Long> checkpointDurations = List.of();
+
+    TuneEvalLoop(TuneEvalPlan plan, Scenario scenario, GeneratorClock clock, NavigableSet<Long> windowEndsWithOutput) {
+        this.plan = plan;
+        this.windowEndsWithOutput = windowEndsWithOutput;
+        this.scenario = scenario;
+        this.clock = clock;
+        this.generatorConfig = scenario.simulation().generatorConfig();
+    }
+
+    @Override
+    public String run(ServiceStack stack, String jobId, ScenarioRunner.Result result, AtomicInteger generatorSecond,
+            CompletableFuture<KafkaEventProducer.Stats> generator) throws Exception {
+        startMs = System.currentTimeMillis();
+        FlinkRest rest = stack.rest();
+        job = new JobSampler(rest, jobId);
+        Disruptions disruptions = new Disruptions(scenario, stack);
+        if (plan.mode().equals(TuneEvalPlan.CONTROLLER)) {
+            tune = startTune(stack, jobId);
+        }
+        try (LatencyCollector latency = new LatencyCollector(stack.brokers(), ServiceStack.OUTPUT_TOPIC)) {
+            if (plan.mode().equals(TuneEvalPlan.EXPERIMENTS)) {
+                trigger = new CheckpointTrigger(rest, jobId, plan.experimentIntervals().get(0));
+                runExperiments(stack, disruptions, jobId, generatorSecond, generator, latency, trigger);
+            } else {
+                for (int killS : plan.killSeconds()) {
+                    while (elapsedS() < killS) {
+                        checkAlive(generator, tune);
+                        job.poll();
+                        TimeUnit.MILLISECONDS.sleep(Math.min(2_000, Math.max(1, (long) ((killS - elapsedS()) * 1000))));
+                    }
+                    kill(stack, disruptions, jobId, generatorSecond);
+                }
+            }
+            awaitGenerator(generator, tune);
+            samples = latency.samples();
+            job.sample(elapsedS() / 60, 0);
+            checkpointDurations = job.allDurations();
+        }
+        // the controller (or the experiments' trigger) goes on timing checkpoints while the
+        // runner waits for the committed output: without checkpoints nothing more is committed
+        return jobId;
+    }
+
+    /** Stops {@code fragstate tune} or the experiments' checkpoint trigger. */
+    @Override
+    public void close() throws InterruptedException {
+        if (trigger != null) {
+            trigger.close();
+        }
+        if (tune != null) {
+            tune.destroy();
+            tune.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    /** Seconds since the generator started. */
+    double elapsedS() {
+        return (System.currentTimeMillis() - startMs) / 1000.0;
+    }
+
+    private void kill(ServiceStack stack, Disruptions disruptions, String jobId, AtomicInteger generatorSecond) throws Exception {
+        RecoveryTimeline tl = new RecoveryTimeline();
+        tl.kind = Scenario.Kind.KILL_TASKMANAGERS.name();
+        killAtS.add(elapsedS());
+        disruptions.killAndAwaitRunning(jobId, tl, scenario.disruption(), generatorSecond);
+        recoveries.add(tl);
+        runningAgainAtS.add(elapsedS());
+        for (String tm : tl.killedTaskManagers) {
+            stack.startTaskManager(tm);
+        }
+        step(String.format(Locale.ROOT, "kill at %.0f s: job running again after %.1f s; %s started again",
+                killAtS.get(killAtS.size() - 1), (System.currentTimeMillis() - tl.killAtMs) / 1000.0, tl.killedTaskManagers));
+    }
+
+    /**
+     * Phase 2 of Khaos on this shadow run: for each interval in turn, checkpoints at that interval
+     * for a steady stretch (at least the interval and 30 s), then a kill at a seeded moment within
+     * an interval after a completed checkpoint, and the latency followed until it is back at the
+     * steady level. Each gives one experiment: the interval, the input rate before the kill
+     * (events/s, the generator's: the load the job was given), the mean latency of the steady
+     * stretch and the recovery time.
+     */
+    private void runExperiments(ServiceStack stack, Disruptions disruptions, String jobId, AtomicInteger generatorSecond,
+            CompletableFuture<?> generator, LatencyCollector latency, CheckpointTrigger trigger) throws Exception {
+        Random random = new Random(plan.seed());
+        List<Integer> intervals = plan.experimentIntervals();
+        for (int n = 0; ; n++) {
+            int interval = intervals.get(n % intervals.size());
+            int steady = Math.max(interval, 30);
+            double offset = random.nextDouble() * interval;
+            // the stretch, the kill within an interval, and a recovery of about a minute must fit
+            if (elapsedS() + steady + 2 * interval + 60 > plan.durationSeconds()) {
+                break;
+            }
+            trigger.setInterval(interval);
+            double from = elapsedS();
+            step(String.format(Locale.ROOT, "experiment %d: checkpoints every %d s from second %.0f", n + 1, interval, from));
+            sleepUntil(from + steady, generator);
+            int before = trigger.completed();
+            while (trigger.completed() == before && elapsedS() < from + steady + 2 * interval + 30) {
+                checkAlive(generator, null);
+                TimeUnit.MILLISECONDS.sleep(250);
+            }
+            double afterCheckpoint = (trigger.lastCompletedAtMs() - startMs) / 1000.0;
+            sleepUntil(afterCheckpoint + offset, generator);
+            kill(stack, disruptions, jobId, generatorSecond);
+            double killS = killAtS.get(killAtS.size() - 1);
+            LatencySeries.Recovery r = null;
+            while (elapsedS() < killS + EXPERIMENT_RECOVERY_CAP_S && elapsedS() < plan.durationSeconds() - 5) {
+                checkAlive(generator, null);
+                job.poll();
+                TimeUnit.SECONDS.sleep(5);
+                r = LatencySeries.recovery(series(latency.samples()), killS, runningAgainAtS.get(runningAgainAtS.size() - 1),
+                        (int) elapsedS());
+                if (r.recovered()) {
+                    break;
+                }
+            }
+            List<LatencySeries.Second> s = series(latency.samples());
+            double latencyMs = LatencySeries.meanLatency(s, (int) Math.ceil(from), (int) Math.floor(killS));
+            Map<String, Object> e = new LinkedHashMap<>();
+            e.put("interval_s", interval);
+            e.put("throughput", inputRate((int) killS - 30, (int) killS));
+            e.put("latency_ms", latencyMs);
+            e.put("recovery_s", r != null && r.recovered() ? r.recoveryS() : elapsedS() - killS);
+            e.put("recovered", r != null && r.recovered());
+            e.put("kill_at_s", killS);
+            e.put("checkpoint_before_kill_s", afterCheckpoint);
+            e.put("steady_from_s", from);
+            experiments.add(e);
+            step("experiment " + (n + 1) + ": " + e);
+        }
+        trigger.setInterval(intervals.get(0));
+    }
+
+    /** The mean events/s the generator sent in seconds {@code [from, to)} of the run (its profile x scale). */
+    double inputRate(int from, int to) {
+        double sum = 0;
+        int n = 0;
+        for (int s = Math.max(0, from); s < to; s++) {
+            sum += Math.round(generatorConfig.profile().count(s) * generatorConfig.scale());
+            n++;
+        }
+        return n == 0 ? 0 : sum / n;
+    }
+
+    /** The per-second latency of the run so far. */
+    List<LatencySeries.Second> series(List<LatencySeries.Sample> seen) {
+        return series(seen, (int) Math.ceil(elapsedS()));
+    }
+
+    /** The per-second latency of the first {@code seconds} of the run. */
+    List<LatencySeries.Second> series(List<LatencySeries.Sample> seen, int seconds) {
+        return LatencySeries.perSecond(seen, windowEndsWithOutput, clock::closableAtMs, startMs, seconds);
+    }
+
+    private void sleepUntil(double second, CompletableFuture<?> generator) throws Exception {
+        while (elapsedS() < second) {
+            checkAlive(generator, null);
+            job.poll();
+            TimeUnit.MILLISECONDS.sleep(Math.min(2_000, Math.max(1, (long) ((second - elapsedS()) * 1000))));
+        }
+    }
+
+    private void awaitGenerator(CompletableFuture<?> generator, Process tune) throws Exception {
+        while (!generator.isDone()) {
+            checkAlive(generator, tune);
+            job.poll();
+            TimeUnit.SECONDS.sleep(2);
+        }
+        generator.join();
+    }
+
+    private static void checkAlive(CompletableFuture<?> generator, Process tune) {
+        if (generator.isCompletedExceptionally()) {
+            generator.join();
+        }
+        if (tune != null && !tune.isAlive()) {
+            throw new IllegalStateException("fragstate tune exited with " + tune.exitValue() + " during the run (see tune.log)");
+        }
+    }
+
+    /** {@code fragstate tune} beside the job: decisions and checkpoints to tune.jsonl, its errors to tune.log. */
+    private Process startTune(ServiceStack stack, String jobId) throws IOException {
+        Files.createDirectories(plan.out());
+        List<String> cmd = new ArrayList<>(List.of(stack.fragstateBinary().toString(), "tune",
+                "--flink", stack.rest().baseUrl(), "--job", jobId,
+                "--experiments", plan.experiments().toString(),
+                "--recovery", plan.recoveryFrom(),
+                "--max-latency-ms", Double.toString(plan.maxLatencyMs()),
+                "--max-recovery-s", Double.toString(plan.maxRecoveryS()),
+                "--decide-every", Integer.toString(plan.decideEveryS())));
+        if (plan.figures() != null) {
+            cmd.addAll(List.of("--figures", plan.figures().toString()));
+        }
+        Path out = plan.out().resolve("tune.jsonl");
+        Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(plan.out().resolve("tune.log").toFile()).start();
+        step("fragstate tune started (pid " + p.pid() + "): " + String.join(" ", cmd) + " > " + out);
+        return p;
+    }
+}

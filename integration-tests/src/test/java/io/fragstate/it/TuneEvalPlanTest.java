@@ -1,0 +1,44 @@
+package io.fragstate.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+
+class TuneEvalPlanTest {
+    private static final Path REPO = Path.of("/repo");
+
+    @Test
+    void defaultsCompressTheWholeDaedalusProfileIntoTheRun() {
+        TuneEvalPlan p = TuneEvalPlan.parse(new String[] {"--mode", "fixed:30", "--out", "/tmp/x"}, REPO);
+        assertThat(p.fixedIntervalS()).isEqualTo(30);
+        assertThat(p.configuredIntervalS()).isEqualTo(30);
+        assertThat(p.compression()).isEqualTo(42); // 25,000 s into 600 s
+        assertThat(p.out()).isEqualTo(Path.of("/tmp/x/fixed-30s"));
+        assertThat(p.killSeconds()).hasSize(3).allMatch(s -> s >= 90 && s <= 450);
+        assertThat(p.maxLatencyMs()).isEqualTo(1000.0);
+        assertThat(p.maxRecoveryS()).isEqualTo(120.0);
+    }
+
+    @Test
+    void theControllerRunsWithTheFallbackIntervalAndNeedsExperiments() {
+        TuneEvalPlan p = TuneEvalPlan.parse(new String[] {"--mode", "controller", "--experiments", "e.json"}, REPO);
+        assertThat(p.configuredIntervalS()).isEqualTo(TuneEvalPlan.FALLBACK_INTERVAL_S);
+        assertThat(p.killSeconds()).isEqualTo(TuneEvalPlan.parse(new String[] {"--mode", "fixed:10"}, REPO).killSeconds());
+        assertThatThrownBy(() -> TuneEvalPlan.parse(new String[] {"--mode", "controller"}, REPO))
+                .hasMessageContaining("--experiments");
+        assertThat(TuneEvalPlan.parse(new String[] {"--mode", "experiments"}, REPO).killSeconds()).isEmpty();
+    }
+
+    @Test
+    void badValuesAreRefusedNamingTheValueAndTheRange() {
+        assertThatThrownBy(() -> TuneEvalPlan.parse(new String[] {"--mode", "fixed:0"}, REPO)).hasMessageContaining("'0'");
+        assertThatThrownBy(() -> TuneEvalPlan.parse(new String[] {"--mode", "sometimes"}, REPO))
+                .hasMessageContaining("fixed:SECONDS, controller or experiments, got 'sometimes'");
+        assertThatThrownBy(() -> TuneEvalPlan.parse(new String[] {"--mode", "fixed:10", "--minutes", "60"}, REPO))
+                .hasMessageContaining("between 3 and 40, got 60");
+        assertThatThrownBy(() -> TuneEvalPlan.parse(new String[] {"--mode", "fixed:10", "--minutes", "3", "--kills", "5"}, REPO))
+                .hasMessageContaining("do not fit");
+    }
+}

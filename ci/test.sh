@@ -58,4 +58,16 @@ if [ -f pom.xml ]; then
   FRAGSTATE_BENCH_SKIP_BUILD=1 FRAGSTATE_CARGO_PROFILE=ci ci/bench.sh --quick \
     --out "target/bench-quick/$(date -u +%Y%m%d-%H%M%S)"
   echo "bench quick variant took $((SECONDS - t0)) s"
+
+  # the checkpoint-interval controller's quick variant (issue 15): ci/tune-eval.sh --quick on the
+  # jars just built: fragstate tune beside the Traffic Monitoring job for 3 minutes (the Daedalus
+  # profile compressed), fitted to the committed failure experiments, one kill -9; the run must
+  # recover with exactly-once output, and the controller must have decided and had its triggered
+  # checkpoints complete. The QoS figures are printed, not asserted (the evaluation: ci/tune-eval.sh).
+  # Results under target/tune-quick/ (not committed).
+  step "Checkpoint-interval controller, quick variant: ci/tune-eval.sh --quick (the evaluation: ci/tune-eval.sh)"
+  t0=$SECONDS
+  FRAGSTATE_TUNE_SKIP_BUILD=1 FRAGSTATE_CARGO_PROFILE=ci ci/tune-eval.sh --quick \
+    --out "target/tune-quick/$(date -u +%Y%m%d-%H%M%S)"
+  echo "tune quick variant took $((SECONDS - t0)) s"
 fi

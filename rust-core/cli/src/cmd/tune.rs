@@ -71,6 +71,43 @@ pub(crate) struct TuneArgs {
     /// Stop after this many seconds (default: until interrupted).
     #[arg(long, value_parser = parse_secs)]
     seconds: Option<Duration>,
+    /// Do not run: predict the recovery time of each measured failure in this file (a JSON
+    /// array of {interval_s, throughput, recovery_s}) with the regression fitted to
+    /// `--experiments` and, with `--figures`, with fragstate's figures; print each prediction
+    /// and the error of both as JSON lines.
+    #[arg(long)]
+    predict: Option<PathBuf>,
+}
+
+/// A measured failure to predict (`--predict`).
+#[derive(serde::Deserialize)]
+struct MeasuredRecovery {
+    interval_s: f64,
+    throughput: f64,
+    recovery_s: f64,
+}
+
+/// `--predict`: both predictors against measured recoveries, with their RMS and mean absolute errors.
+fn compare_predictions(experiments: &[Experiment], figures: Option<RecoveryFigures>, measured: &[MeasuredRecovery]) -> Result<()> {
+    let regression = Model::recovery(experiments)?;
+    let mut errors: Vec<(&str, Vec<f64>)> = vec![("regression", Vec::new()), ("fragstate", Vec::new())];
+    for m in measured {
+        let r = regression.predict(m.interval_s, m.throughput);
+        let f = figures.map(|f| f.expected_recovery_s(m.interval_s, m.throughput));
+        errors[0].1.push(r - m.recovery_s);
+        if let Some(f) = f {
+            errors[1].1.push(f - m.recovery_s);
+        }
+        println!("{}", json!({"event": "prediction", "interval_s": m.interval_s, "throughput": m.throughput,
+            "measured_s": m.recovery_s, "regression_s": r, "fragstate_s": f}));
+    }
+    for (name, e) in errors.iter().filter(|(_, e)| !e.is_empty()) {
+        let n = e.len() as f64;
+        let rms = (e.iter().map(|x| x * x).sum::<f64>() / n).sqrt();
+        let mae = e.iter().map(|x| x.abs()).sum::<f64>() / n;
+        println!("{}", json!({"event": "prediction error", "predictor": name, "failures": e.len(), "rms_s": rms, "mean_abs_s": mae}));
+    }
+    Ok(())
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path, what: &str) -> Result<T> {
@@ -80,6 +117,18 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path, what: &str)
 
 pub(crate) fn tune(a: TuneArgs) -> Result<()> {
     let experiments: Vec<Experiment> = read_json(&a.experiments, "failure experiments")?;
+    if let Some(path) = &a.predict {
+        let measured: Vec<MeasuredRecovery> = read_json(path, "measured recoveries")?;
+        let figures = match &a.figures {
+            Some(p) => {
+                let f: RecoveryFigures = read_json(p, "fragstate figures")?;
+                f.validate()?;
+                Some(f)
+            }
+            None => None,
+        };
+        return compare_predictions(&experiments, figures, &measured);
+    }
     let latency = Model::latency(&experiments)?;
     let recovery = match a.recovery {
         RecoveryFrom::Experiments => RecoveryPredictor::Regression(Model::recovery(&experiments)?),

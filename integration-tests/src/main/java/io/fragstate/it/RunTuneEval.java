@@ -24,7 +24,8 @@ import java.util.regex.Pattern;
  * TuneEvalLoop}, then the figures of {@link LatencySeries} into the plan's folder:
  * {@code latency.csv} (per second), {@code summary.json} (QoS violations, recoveries,
  * checkpoint overhead, the exactly-once check, the controller's decisions) and, in experiments
- * mode, {@code experiments.json} for {@code fragstate tune}. Exit code 0 when the run completed
+ * mode, {@code experiments.json} and {@code figures.json} ({@link RecoveryFiguresEstimate}) for
+ * {@code fragstate tune}. Exit code 0 when the run completed
  * with exactly-once output (and, per mode, experiments written or the controller's checkpoints
  * taken); the QoS figures are measurements, not pass/fail.
  *
@@ -33,7 +34,7 @@ import java.util.regex.Pattern;
  *     --mode fixed:S|controller|experiments [--minutes 10] [--scale 0.02] [--compression N] [--kills 3]
  *     [--seed 42] [--max-latency-ms 1000] [--max-recovery-s 120] [--experiments FILE]
  *     [--recovery experiments|fragstate] [--figures FILE] [--decide-every 30]
- *     [--experiment-intervals 10,60,30,120] [--task-managers 5] [--parallelism 4] [--out DIR]
+ *     [--experiment-intervals 10,60,30,120] [--task-managers 5] [--parallelism 4] [--out DIR] [--name RUN]
  * </pre>
  */
 public final class RunTuneEval {
@@ -45,7 +46,14 @@ public final class RunTuneEval {
 
     public static void main(String[] args) throws Exception {
         Path repo = Path.of(value(args, "--repo", ".")).toAbsolutePath().normalize();
-        TuneEvalPlan plan = TuneEvalPlan.parse(args, repo);
+        TuneEvalPlan plan;
+        try {
+            plan = TuneEvalPlan.parse(args, repo);
+        } catch (IllegalArgumentException e) {
+            System.err.println("RunTuneEval: " + e.getMessage());
+            System.exit(2);
+            return;
+        }
         Scenario scenario = Scenario.tuneEval(repo, plan);
         GeneratorConfig gen = scenario.simulation().generatorConfig();
         TreeSet<Long> windowEnds = new TreeSet<>();
@@ -81,6 +89,10 @@ public final class RunTuneEval {
                 forTune.add(x);
             }
             json.writeValue(plan.out().resolve("experiments.json").toFile(), forTune);
+            Map<String, Object> figures = RecoveryFiguresEstimate.of(loop.experiments);
+            if (figures != null) {
+                json.writeValue(plan.out().resolve("figures.json").toFile(), figures);
+            }
         }
         boolean ok = failure == null && result != null && result.exactlyOnce() && modeCheck(plan, loop, summary);
         System.out.println();

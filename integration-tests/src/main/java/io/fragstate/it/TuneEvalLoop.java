@@ -29,6 +29,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
     /** Longest wait for latency back to steady after an experiment's kill; beyond it the experiment is censored. */
     static final int EXPERIMENT_RECOVERY_CAP_S = 240;
+    /** Checkpoints while the runner waits for the committed output after the measured part. */
+    static final int DRAIN_CHECKPOINT_EVERY_S = 5;
 
     private final TuneEvalPlan plan;
     private final Scenario scenario;
@@ -87,21 +89,30 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
             job.sample(elapsedS() / 60, 0);
             checkpointDurations = job.allDurations();
         }
-        // the controller (or the experiments' trigger) goes on timing checkpoints while the
-        // runner waits for the committed output: without checkpoints nothing more is committed
+        // the measured part is over; the runner now waits for the committed output, which needs
+        // checkpoints (commits): triggered every few seconds so that with a 120 s interval (or the
+        // controller's choice) the check does not wait minutes for the last windows' commits
+        stopTimers();
+        trigger = new CheckpointTrigger(rest, jobId, DRAIN_CHECKPOINT_EVERY_S);
         return jobId;
     }
 
-    /** Stops {@code fragstate tune} or the experiments' checkpoint trigger. */
-    @Override
-    public void close() throws InterruptedException {
+    /** Stops {@code fragstate tune} and the harness' checkpoint trigger. */
+    private void stopTimers() throws InterruptedException {
         if (trigger != null) {
             trigger.close();
+            trigger = null;
         }
         if (tune != null) {
             tune.destroy();
             tune.waitFor(10, TimeUnit.SECONDS);
+            tune = null;
         }
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        stopTimers();
     }
 
     /** Seconds since the generator started. */
@@ -154,6 +165,7 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
             }
             double afterCheckpoint = (trigger.lastCompletedAtMs() - startMs) / 1000.0;
             sleepUntil(afterCheckpoint + offset, generator);
+            long stateBytes = stack.rest().checkpoints(jobId).path("latest").path("completed").path("state_size").asLong(-1);
             kill(stack, disruptions, jobId, generatorSecond);
             double killS = killAtS.get(killAtS.size() - 1);
             LatencySeries.Recovery r = null;
@@ -175,7 +187,12 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
             e.put("latency_ms", latencyMs);
             e.put("recovery_s", r != null && r.recovered() ? r.recoveryS() : elapsedS() - killS);
             e.put("recovered", r != null && r.recovered());
+            RecoveryTimeline tl = recoveries.get(recoveries.size() - 1);
             e.put("kill_at_s", killS);
+            e.put("detection_s", tl.detectionMs() / 1000.0);
+            e.put("kill_to_running_s", tl.killToRunningMs() / 1000.0);
+            e.put("window_restore_s", tl.maxInitializingMs("window") / 1000.0);
+            e.put("state_bytes_per_subtask", stateBytes / scenario.parallelism());
             e.put("checkpoint_before_kill_s", afterCheckpoint);
             e.put("steady_from_s", from);
             experiments.add(e);

@@ -39,7 +39,7 @@ import java.util.Set;
  * @param experimentIntervals for experiments: the intervals, in turn
  * @param taskManagers       TaskManager JVMs (2 slots each)
  * @param parallelism        of the job
- * @param out                this run's folder
+ * @param out                this run's folder: {@code --out} / {@code --name} (default fixed-Ss, controller or experiments)
  */
 record TuneEvalPlan(String mode, int fixedIntervalS, int minutes, double scale, int compression, int kills, long seed,
         double maxLatencyMs, double maxRecoveryS, Path experiments, String recoveryFrom, Path figures, int decideEveryS,
@@ -50,14 +50,17 @@ record TuneEvalPlan(String mode, int fixedIntervalS, int minutes, double scale, 
     static final String EXPERIMENTS = "experiments";
     /** The interval configured in Flink while something else triggers checkpoints: the fallback. */
     static final int FALLBACK_INTERVAL_S = 3600;
-    /** No kill in the first seconds (the job and the controller settle) nor in the last (a recovery must fit). */
+    /**
+     * No kill in the first seconds (the job and the controller settle) nor in the last (a recovery
+     * must fit: 150 s, or half of a short run).
+     */
     static final int KILL_FROM_S = 90;
     static final int KILL_TAIL_S = 150;
 
     static TuneEvalPlan parse(String[] args, Path repo) {
         CliArgs a = CliArgs.parse(args, Set.of("repo", "mode", "minutes", "scale", "compression", "kills", "seed",
                 "max-latency-ms", "max-recovery-s", "experiments", "recovery", "figures", "decide-every",
-                "experiment-intervals", "task-managers", "parallelism", "out"), Set.of());
+                "experiment-intervals", "task-managers", "parallelism", "out", "name"), Set.of());
         String modeArg = a.get("mode", "");
         String mode;
         int fixed = 0;
@@ -93,7 +96,7 @@ record TuneEvalPlan(String mode, int fixedIntervalS, int minutes, double scale, 
         }
         List<Integer> intervals = Arrays.stream(a.get("experiment-intervals", "10,60,30,120").split(","))
                 .map(s -> parsePositive("--experiment-intervals", s.strip())).toList();
-        String name = mode.equals(FIXED) ? "fixed-" + fixed + "s" : mode;
+        String name = a.get("name", mode.equals(FIXED) ? "fixed-" + fixed + "s" : mode);
         Path out = Path.of(a.get("out", repo.resolve("integration-tests/tune/results")
                 .resolve(java.time.LocalDate.now(java.time.ZoneOffset.UTC).toString()).toString())).resolve(name);
         TuneEvalPlan plan = new TuneEvalPlan(mode, fixed, minutes, scale, compression, a.getInt("kills", 3), a.getLong("seed", 42),
@@ -125,7 +128,8 @@ record TuneEvalPlan(String mode, int fixedIntervalS, int minutes, double scale, 
         if (mode.equals(EXPERIMENTS)) {
             return List.of();
         }
-        return LatencySeries.killSeconds(seed, kills, KILL_FROM_S, durationSeconds() - KILL_TAIL_S, 90);
+        int to = Math.max(KILL_FROM_S, durationSeconds() - Math.min(KILL_TAIL_S, durationSeconds() / 2));
+        return LatencySeries.killSeconds(seed, kills, KILL_FROM_S, to, 90);
     }
 
     /** The interval Flink is configured with. */

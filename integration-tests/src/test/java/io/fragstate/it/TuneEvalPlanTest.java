@@ -29,6 +29,9 @@ class TuneEvalPlanTest {
         assertThatThrownBy(() -> TuneEvalPlan.parse(new String[] {"--mode", "controller"}, REPO))
                 .hasMessageContaining("--experiments");
         assertThat(TuneEvalPlan.parse(new String[] {"--mode", "experiments"}, REPO).killSeconds()).isEmpty();
+        // a 3-minute run (the CI variant) has room for one kill, at 90 s
+        assertThat(TuneEvalPlan.parse(new String[] {"--mode", "controller", "--experiments", "e.json", "--minutes", "3",
+                "--kills", "1"}, REPO).killSeconds()).containsExactly(90);
     }
 
     @Test
@@ -38,7 +41,7 @@ class TuneEvalPlanTest {
                 .hasMessageContaining("fixed:SECONDS, controller or experiments, got 'sometimes'");
         assertThatThrownBy(() -> TuneEvalPlan.parse(new String[] {"--mode", "fixed:10", "--minutes", "60"}, REPO))
                 .hasMessageContaining("between 3 and 40, got 60");
-        assertThatThrownBy(() -> TuneEvalPlan.parse(new String[] {"--mode", "fixed:10", "--minutes", "3", "--kills", "5"}, REPO))
+        assertThatThrownBy(() -> TuneEvalPlan.parse(new String[] {"--mode", "fixed:10", "--minutes", "3", "--kills", "2"}, REPO))
                 .hasMessageContaining("do not fit");
     }
 }

@@ -92,9 +92,21 @@ pub fn choose(c: &Constraints, throughput: f64, latency_ms: impl Fn(f64, f64) ->
         let ratio = (x.latency_ms / c.max_latency_ms).max(x.recovery_s / c.max_recovery_s);
         if ratio.is_finite() { ratio } else { f64::INFINITY }
     };
+    let sane = |x: &&Candidate| x.latency_ms.is_finite() && x.recovery_s.is_finite() && x.latency_ms > 0.0 && x.recovery_s > 0.0;
+    // When nothing is feasible: the sane candidate whose worse ratio is smallest; when no
+    // prediction is sane (the models far outside their experiments, e.g. at a load never
+    // measured), the shortest interval — the least work lost by a failure — since the models
+    // say nothing to go by. A negative prediction is never "small".
+    let shortest = || candidates.iter().min_by(|a, b| a.interval_s.total_cmp(&b.interval_s));
     let chosen = match best_feasible {
         Some(x) => x.clone(),
-        None => candidates.iter().min_by(|a, b| worst_ratio(a).total_cmp(&worst_ratio(b))).expect("validated: at least one candidate").clone(),
+        None => candidates
+            .iter()
+            .filter(sane)
+            .min_by(|a, b| worst_ratio(a).total_cmp(&worst_ratio(b)))
+            .or_else(shortest)
+            .expect("validated: at least one candidate")
+            .clone(),
     };
     Ok(Decision { throughput, chosen, candidates })
 }
@@ -146,6 +158,17 @@ mod tests {
         let d = choose(&c, 100.0, |i, _| if i < 50.0 { -5.0 } else { 500.0 }, |i, _| if i > 100.0 { f64::INFINITY } else { 30.0 }).unwrap();
         assert!(d.chosen.meets_constraints);
         assert!((50.0..=100.0).contains(&d.chosen.interval_s), "{d:?}");
+    }
+
+    #[test]
+    fn a_negative_prediction_is_never_the_least_bad_and_without_a_sane_one_the_shortest_interval_is_chosen() {
+        let c = Constraints { max_recovery_s: 1.0, ..Constraints::default() };
+        // long intervals predict a negative recovery (a regression far outside its experiments)
+        let d = choose(&c, 40_000.0, |_, _| 300.0, |i, _| if i >= 60.0 { -10.0 } else { 5.0 + i }).unwrap();
+        assert!(!d.chosen.meets_constraints);
+        assert_eq!(d.chosen.interval_s, 10.0, "{d:?}");
+        let d = choose(&c, 40_000.0, |_, _| -1.0, |_, _| f64::NAN).unwrap();
+        assert_eq!(d.chosen.interval_s, 10.0, "{d:?}");
     }
 
     #[test]

@@ -255,7 +255,8 @@ def main(out, binary=None):
     runs = load(out)
     if not runs:
         sys.exit("no runs (*/summary.json) under %s" % out)
-    plan = runs[0]["plan"]
+    # the evaluated runs' plan (the experiments run may be longer)
+    plan = next((s["plan"] for s in runs if s["mode"] != "experiments"), runs[0]["plan"])
     sets = constraint_sets(runs)
     lines = ["# Checkpoint-interval evaluation (issue 15)", "",
              "Written by `ci/lib/tune_report.py` from the runs in this folder (`ci/tune-eval.sh`). "

@@ -76,15 +76,11 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
                 runExperiments(stack, disruptions, jobId, generatorSecond, generator, latency, trigger);
             } else {
                 for (int killS : plan.killSeconds()) {
-                    while (elapsedS() < killS) {
-                        checkAlive(generator, tune);
-                        job.poll();
-                        TimeUnit.MILLISECONDS.sleep(Math.min(2_000, Math.max(1, (long) ((killS - elapsedS()) * 1000))));
-                    }
+                    sleepUntil(killS, generator);
                     kill(stack, disruptions, jobId, generatorSecond);
                 }
             }
-            awaitGenerator(generator, tune);
+            awaitGenerator(generator);
             samples = latency.samples();
             job.sample(elapsedS() / 60, 0);
             checkpointDurations = job.allDurations();
@@ -160,7 +156,7 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
             sleepUntil(from + steady, generator);
             int before = trigger.completed();
             while (trigger.completed() == before && elapsedS() < from + steady + 2 * interval + 30) {
-                checkAlive(generator, null);
+                checkAlive(generator);
                 TimeUnit.MILLISECONDS.sleep(250);
             }
             double afterCheckpoint = (trigger.lastCompletedAtMs() - startMs) / 1000.0;
@@ -170,7 +166,7 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
             double killS = killAtS.get(killAtS.size() - 1);
             LatencySeries.Recovery r = null;
             while (elapsedS() < killS + EXPERIMENT_RECOVERY_CAP_S && elapsedS() < plan.durationSeconds() - 5) {
-                checkAlive(generator, null);
+                checkAlive(generator);
                 job.poll();
                 TimeUnit.SECONDS.sleep(5);
                 r = LatencySeries.recovery(series(latency.samples()), killS, runningAgainAtS.get(runningAgainAtS.size() - 1),
@@ -224,22 +220,23 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
 
     private void sleepUntil(double second, CompletableFuture<?> generator) throws Exception {
         while (elapsedS() < second) {
-            checkAlive(generator, null);
+            checkAlive(generator);
             job.poll();
             TimeUnit.MILLISECONDS.sleep(Math.min(2_000, Math.max(1, (long) ((second - elapsedS()) * 1000))));
         }
     }
 
-    private void awaitGenerator(CompletableFuture<?> generator, Process tune) throws Exception {
+    private void awaitGenerator(CompletableFuture<?> generator) throws Exception {
         while (!generator.isDone()) {
-            checkAlive(generator, tune);
+            checkAlive(generator);
             job.poll();
             TimeUnit.SECONDS.sleep(2);
         }
         generator.join();
     }
 
-    private static void checkAlive(CompletableFuture<?> generator, Process tune) {
+    /** Fails the run when the generator failed or {@code fragstate tune} exited. */
+    private void checkAlive(CompletableFuture<?> generator) {
         if (generator.isCompletedExceptionally()) {
             generator.join();
         }

@@ -164,21 +164,22 @@ def plot_interval(runs, out):
     ctl = [s for s in runs if s["mode"] == "controller" and s["latency"]]
     if not ctl:
         return
+    fig, ax = plt.subplots(figsize=(11, 3.8))
     s = ctl[0]
-    fig, ax = plt.subplots(figsize=(11, 3.5))
     ax.plot([r["second"] for r in s["latency"]], [r["input_events_per_s"] for r in s["latency"]], color="gray", lw=0.8,
             label="input (events/s)")
     ax.set_ylabel("events/s")
     ax.set_xlabel("seconds since the start")
     ax2 = ax.twinx()
-    d = s.get("decisions", [])
-    if d:
-        ax2.step([x["t"] for x in d], [x["interval_s"] for x in d], where="post", color="tab:blue", label="interval chosen")
-    for k in s.get("kills", []):
+    for s in ctl:
+        d = s.get("decisions", [])
+        if d:
+            ax2.step([x["t"] for x in d], [x["interval_s"] for x in d], where="post", label="interval chosen: " + s["name"])
+    for k in ctl[0].get("kills", []):
         ax.axvline(k["kill_at_s"], color="black", lw=0.6, ls=":")
     ax2.set_ylabel("checkpoint interval (s)")
     ax2.set_ylim(0, 130)
-    ax.set_title("controller: interval chosen vs workload (dotted: kill -9)", fontsize=10)
+    ax.set_title("controllers: interval chosen vs workload (dotted: kill -9)", fontsize=10)
     fig.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "interval-vs-load.png"), dpi=110)

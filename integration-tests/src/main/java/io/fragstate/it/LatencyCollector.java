@@ -4,15 +4,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Properties;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.StringDeserializer;
 
 /**
  * The job's output as it is written, for its latency: a {@code read_uncommitted} consumer in its
@@ -31,17 +27,7 @@ final class LatencyCollector implements AutoCloseable {
     private volatile boolean stop;
 
     LatencyCollector(String brokers, String topic) {
-        Properties p = new Properties();
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
-        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted");
-        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-        consumer = new KafkaConsumer<>(p);
-        List<TopicPartition> parts = new ArrayList<>();
-        consumer.partitionsFor(topic).forEach(pi -> parts.add(new TopicPartition(topic, pi.partition())));
-        consumer.assign(parts);
-        consumer.seekToBeginning(parts);
+        consumer = OutputCollector.fromTheBeginning(brokers, topic, "read_uncommitted");
         thread = new Thread(this::loop, "latency-collector");
         thread.setDaemon(true);
         thread.start();

@@ -24,17 +24,26 @@ final class OutputCollector implements AutoCloseable {
     private final List<String> keyMismatches = new ArrayList<>();
 
     OutputCollector(String brokers, String topic) {
+        consumer = fromTheBeginning(brokers, topic, "read_committed");
+    }
+
+    /**
+     * A consumer of every partition of {@code topic} from its beginning, with the given {@code
+     * isolation.level} and no committed offsets (also the {@link LatencyCollector}'s).
+     */
+    static KafkaConsumer<String, String> fromTheBeginning(String brokers, String topic, String isolation) {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
-        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-        consumer = new KafkaConsumer<>(p);
+        KafkaConsumer<String, String> c = new KafkaConsumer<>(p);
         List<TopicPartition> parts = new ArrayList<>();
-        consumer.partitionsFor(topic).forEach(pi -> parts.add(new TopicPartition(topic, pi.partition())));
-        consumer.assign(parts);
-        consumer.seekToBeginning(parts);
+        c.partitionsFor(topic).forEach(pi -> parts.add(new TopicPartition(topic, pi.partition())));
+        c.assign(parts);
+        c.seekToBeginning(parts);
+        return c;
     }
 
     void poll(Duration d) {

@@ -288,6 +288,22 @@ public record Scenario(String id, String description, Map<String, String> flinkC
     }
 
     /**
+     * The cluster of the soak and the interval evaluation: the README's fragstate lines (the run's
+     * cluster key replaces the README's example path), RocksDB with incremental checkpoints, disk
+     * stores in every Flink process, and every subtask's state in its own fragstate object.
+     */
+    private static Map<String, String> readmeRocksDbConfig(Path repo) {
+        Map<String, String> config = ReadmeConfig.flinkLines(repo);
+        config.remove("fragstate.cluster-key-file"); // the harness sets this run's key
+        config.put("fragstate.local-backend", "rocksdb");
+        config.put("execution.checkpointing.incremental", "true");
+        config.put("fragstate.store.dir", RUN_DIR + "/fragstate/flink-stores");
+        // Flink inlines state below 20 KB into _metadata, which only the JobManager reads
+        config.put("execution.checkpointing.data-inline-threshold", "0 b");
+        return config;
+    }
+
+    /**
      * The soak of {@code ci/soak.sh} (issue 10): the README's fragstate lines ({@link ReadmeConfig};
      * the run's cluster key replaces the README's example path, and as in every non-stock scenario
      * the nodes listen on ephemeral ports and bootstrap from 2 standalone nodes, so a soak can run
@@ -298,13 +314,7 @@ public record Scenario(String id, String description, Map<String, String> flinkC
      * TaskManagers + 2 standalone nodes - the writer = T + 1 >= 6, so T >= 5.
      */
     static Scenario soak(Path repo, SoakPlan plan) {
-        Map<String, String> config = ReadmeConfig.flinkLines(repo);
-        config.remove("fragstate.cluster-key-file"); // the harness sets this run's key
-        config.put("fragstate.local-backend", "rocksdb");
-        config.put("execution.checkpointing.incremental", "true");
-        config.put("fragstate.store.dir", RUN_DIR + "/fragstate/flink-stores");
-        // every subtask's state in its own fragstate object (Flink inlines < 20 KB into _metadata)
-        config.put("execution.checkpointing.data-inline-threshold", "0 b");
+        Map<String, String> config = readmeRocksDbConfig(repo);
         // the sampler reads checkpoint durations from the history every few seconds
         config.put("web.checkpoints.history", "60");
         double speedup = 1.5;
@@ -325,12 +335,7 @@ public record Scenario(String id, String description, Map<String, String> flinkC
      * 1) + 2 standalone - the writer = T + 1, so T >= 5.
      */
     static Scenario tuneEval(Path repo, TuneEvalPlan plan) {
-        Map<String, String> config = ReadmeConfig.flinkLines(repo);
-        config.remove("fragstate.cluster-key-file"); // the harness sets this run's key
-        config.put("fragstate.local-backend", "rocksdb");
-        config.put("execution.checkpointing.incremental", "true");
-        config.put("fragstate.store.dir", RUN_DIR + "/fragstate/flink-stores");
-        config.put("execution.checkpointing.data-inline-threshold", "0 b");
+        Map<String, String> config = readmeRocksDbConfig(repo);
         config.put("web.checkpoints.history", "100");
         Simulation sim = new Simulation(42, plan.scale(), plan.durationSeconds(), 1.0, RateProfile.DAEDALUS, plan.compression());
         String name = plan.mode().equals(TuneEvalPlan.FIXED) ? "fixed-" + plan.fixedIntervalS() + "s" : plan.mode();

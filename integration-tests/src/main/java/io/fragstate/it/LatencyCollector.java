@@ -39,13 +39,19 @@ final class LatencyCollector implements AutoCloseable {
             long now = System.currentTimeMillis();
             synchronized (this) {
                 for (ConsumerRecord<String, String> r : records) {
-                    Matcher m = WINDOW_END.matcher(r.value());
-                    if (m.find() && seen.add(r.value())) {
-                        samples.add(new LatencySeries.Sample(now, Long.parseLong(m.group(1))));
+                    long end = windowEnd(r.value());
+                    if (end >= 0 && seen.add(r.value())) {
+                        samples.add(new LatencySeries.Sample(now, end));
                     }
                 }
             }
         }
+    }
+
+    /** The {@code windowEnd} of a notification, or -1 when it has none. */
+    static long windowEnd(String notification) {
+        Matcher m = WINDOW_END.matcher(notification);
+        return m.find() ? Long.parseLong(m.group(1)) : -1;
     }
 
     /** The notifications seen so far. */

@@ -15,8 +15,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeSet;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * One run of the checkpoint-interval evaluation (issue 15) from the command line ({@code
@@ -40,7 +38,6 @@ import java.util.regex.Pattern;
 public final class RunTuneEval {
     /** Latency is counted from here on (the job's first windows and the controller's first samples settle). */
     static final int COUNT_FROM_S = 60;
-    private static final Pattern WINDOW_END = Pattern.compile("\"windowEnd\":(\\d+)");
 
     private RunTuneEval() {}
 
@@ -58,9 +55,9 @@ public final class RunTuneEval {
         GeneratorConfig gen = scenario.simulation().generatorConfig();
         TreeSet<Long> windowEnds = new TreeSet<>();
         for (String n : ReferenceModel.expectedNotifications(gen)) {
-            Matcher m = WINDOW_END.matcher(n);
-            if (m.find()) {
-                windowEnds.add(Long.parseLong(m.group(1)));
+            long end = LatencyCollector.windowEnd(n);
+            if (end >= 0) {
+                windowEnds.add(end);
             }
         }
         GeneratorClock clock = new GeneratorClock(gen.startEpochMs(), gen.durationSeconds());

@@ -13,12 +13,14 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
  * The plain Flink setup (HashMap state backend, {@code file://} checkpoints) through the same
  * harness the fragstate scenarios use: the reference that the harness itself is right.
  *
- * <p>Scenario h (kill -9 of a TaskManager with stateful subtasks) always runs. The plain-Flink
- * versions of the cluster restart (d) and savepoint + rescale (e) flows run with
- * {@code -Dfragstate.it.full=true} (full tier).
+ * <p>Full tier only ({@code -Dfragstate.it.full=true}): scenario h (kill -9 of a TaskManager with
+ * stateful subtasks) and the plain-Flink versions of the cluster restart (d) and savepoint + rescale
+ * (e) flows. The quick tier's fragstate scenarios run the same flows through the same harness, and
+ * the recovery benchmark's quick variant kills a TaskManager of a plain Flink cluster (HDFS) in CI.
  */
 class PlainFlinkRecoveryIT {
     @Test
+    @EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
     @Timeout(value = 12, unit = TimeUnit.MINUTES)
     void scenarioH_killOneTaskManager_exactlyOnce() throws Exception {
         ScenarioRunner.Result r = run(Scenario.plainFlinkKillOneTaskManager());

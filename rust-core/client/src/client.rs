@@ -15,6 +15,7 @@ use fragstate_core::format::{Manifest, ObjectSummary};
 use fragstate_core::params::CodingParams;
 use fragstate_core::ids::now_unix_ms;
 use fragstate_core::version::WriteVersion;
+use crate::adaptive::{Adaptive, AdaptiveStats};
 use crate::buffers::StripeBuffers;
 use crate::config::ClientConfig;
 use crate::ctx::{bump, broadcast_delete, timed, Counters, Ctx, PeerSpeeds};
@@ -24,7 +25,7 @@ use fragstate_core::delete::{DeleteStats, DeleteTarget};
 use crate::writer::ObjectWriter;
 
 /// A snapshot of [`Counters`](crate::ctx), serializable to JSON for metrics.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientStats {
     pub objects_written: u64,
@@ -54,6 +55,10 @@ pub struct ClientStats {
     pub stripe_buffers_allocated: u64,
     /// Distinct nodes that served at least one cell (how widely restores spread).
     pub peers_fetched_from: u64,
+    /// Holders of new objects moved to a parity position for being measured slow (adaptive mode).
+    pub holders_moved_to_parity: u64,
+    /// Adaptive mode's phase and decision; `None` when it is off.
+    pub adaptive: Option<AdaptiveStats>,
 }
 
 #[derive(Clone)]
@@ -65,7 +70,17 @@ impl Client {
     pub fn new(transport: Arc<dyn Transport>, cfg: ClientConfig) -> Result<Self> {
         cfg.validate()?;
         let requests = Semaphore::new(cfg.max_inflight_requests);
-        let ctx = Ctx { transport, cfg, requests, counters: Counters::default(), stripe_buffers: StripeBuffers::default(), reports_in_flight: Arc::default(), peer_speeds: PeerSpeeds::default() };
+        let adaptive = Adaptive::new(&cfg);
+        let ctx = Ctx {
+            transport,
+            cfg,
+            requests,
+            counters: Counters::default(),
+            stripe_buffers: StripeBuffers::default(),
+            reports_in_flight: Arc::default(),
+            peer_speeds: PeerSpeeds::default(),
+            adaptive,
+        };
         Ok(Client { ctx: Arc::new(ctx) })
     }
 
@@ -77,9 +92,10 @@ impl Client {
         &self.ctx.transport
     }
 
-    /// Starts writing `path` with the client's coding parameters.
+    /// Starts writing `path` with the client's coding parameters (in adaptive
+    /// mode, the current phase's).
     pub async fn create(&self, path: &str, overwrite: bool) -> Result<ObjectWriter> {
-        self.create_with(path, self.ctx.cfg.params, overwrite).await
+        self.create_with(path, self.ctx.new_object_params(), overwrite).await
     }
 
     /// Starts writing `path`. Without `overwrite`, an existing object is an
@@ -236,6 +252,8 @@ impl Client {
             stripe_buffers_reused: g(&self.ctx.stripe_buffers.reused),
             stripe_buffers_allocated: g(&self.ctx.stripe_buffers.allocated),
             peers_fetched_from: c.fetch_sources.lock().unwrap_or_else(|p| p.into_inner()).len() as u64,
+            holders_moved_to_parity: g(&c.holders_moved_to_parity),
+            adaptive: self.ctx.adaptive.as_ref().map(|a| a.stats()),
         }
     }
 }

@@ -9,6 +9,22 @@ use fragstate_core::placement::PlacementPolicy;
 
 /// Stripes a reader may fetch ahead of the one being read.
 pub const READ_AHEAD: std::ops::RangeInclusive<usize> = 1..=64;
+/// Phase lengths of adaptive mode, in milliseconds: 1 s to one day.
+pub const ADAPTIVE_PHASE_MS: std::ops::RangeInclusive<u64> = 1_000..=86_400_000;
+/// The largest storage overhead `(k + m) / k` adaptive mode may be allowed.
+pub const MAX_STORAGE_OVERHEAD: f64 = 4.0;
+
+/// Adaptive mode (issue 14, `fragstate_core::adaptive`): once per phase the
+/// coding parameters of new objects are chosen from what this client
+/// measured of its peers, and slow holders take parity fragments.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdaptiveConfig {
+    /// How long one phase lasts: parameters change at most this often.
+    pub phase: Duration,
+    /// Stored bytes per state byte at most, `(k + m) / k`; at least the
+    /// configured parameters' own (the default: exactly theirs).
+    pub max_storage_overhead: f64,
+}
 
 /// How a client writes and reads. Every field has a sensible default.
 #[derive(Clone, Debug)]
@@ -30,6 +46,8 @@ pub struct ClientConfig {
     pub placement: PlacementPolicy,
     /// Recorded in manifests: who wrote the object.
     pub writer_id: String,
+    /// Adaptive mode; `None`: off, every object gets `params`.
+    pub adaptive: Option<AdaptiveConfig>,
 }
 
 impl Default for ClientConfig {
@@ -44,6 +62,7 @@ impl Default for ClientConfig {
             exclude_node: None,
             placement: PlacementPolicy::default(),
             writer_id: format!("pid-{}", std::process::id()),
+            adaptive: None,
         }
     }
 }
@@ -63,6 +82,20 @@ impl ClientConfig {
         }
         if self.max_inflight_requests == 0 {
             return Err(Error::invalid("max in-flight requests", 0, "≥ 1"));
+        }
+        if let Some(a) = &self.adaptive {
+            let ms = a.phase.as_millis() as u64;
+            if !ADAPTIVE_PHASE_MS.contains(&ms) {
+                return Err(Error::invalid("adaptive phase", format!("{ms} ms"), format!("{} ms ≤ phase ≤ {} ms", ADAPTIVE_PHASE_MS.start(), ADAPTIVE_PHASE_MS.end())));
+            }
+            let own = self.params.fragments() as f64 / self.params.k() as f64;
+            if !(a.max_storage_overhead >= own - 1e-9 && a.max_storage_overhead <= MAX_STORAGE_OVERHEAD) {
+                return Err(Error::invalid(
+                    "adaptive max storage overhead",
+                    a.max_storage_overhead,
+                    format!("(k+m)/k of the configured parameters = {own:.3} ≤ overhead ≤ {MAX_STORAGE_OVERHEAD}"),
+                ));
+            }
         }
         Ok(())
     }

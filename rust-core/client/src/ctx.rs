@@ -17,6 +17,7 @@ use fragstate_core::params::CodingParams;
 use fragstate_core::placement::{self, Placement};
 use fragstate_core::restore_model::PeerEstimate;
 
+use crate::adaptive::Adaptive;
 use crate::buffers::StripeBuffers;
 use crate::config::ClientConfig;
 use crate::transport::Transport;
@@ -40,6 +41,8 @@ pub(crate) struct Counters {
     pub writes_superseded: AtomicU64,
     /// Writes (or fragment replacements) that found too few live nodes.
     pub placement_failures: AtomicU64,
+    /// Holders of new objects moved to a parity position for being slow (adaptive mode).
+    pub holders_moved_to_parity: AtomicU64,
     /// Nodes that served at least one cell to this client.
     pub fetch_sources: std::sync::Mutex<HashSet<NodeId>>,
 }
@@ -53,7 +56,8 @@ pub(crate) struct PeerSpeeds(std::sync::Mutex<HashMap<NodeId, PeerEstimate>>);
 impl PeerSpeeds {
     pub const MAX_PEERS: usize = 4096;
 
-    /// A cell of `bytes` from `node` that took `seconds` from request to answer.
+    /// A transfer of `bytes` with `node` that took `seconds`: a cell from
+    /// request to answer, or an uploaded fragment's time in its sends and ack.
     pub fn observe(&self, node: &NodeId, bytes: u64, seconds: f64) {
         let now = now_unix_ms();
         let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -85,16 +89,52 @@ pub(crate) struct Ctx {
     pub stripe_buffers: StripeBuffers,
     /// Corrupt-cell reports sent and not yet answered ([`crate::Client::settle_reports`]).
     pub reports_in_flight: Arc<AtomicU64>,
-    /// How fast each peer answered cell requests; orders the holders a read asks.
+    /// How fast each peer answered cell requests and took uploads; orders the
+    /// holders a read asks, and feeds adaptive mode.
     pub peer_speeds: PeerSpeeds,
+    /// Adaptive mode's phase state; `None` when off.
+    pub adaptive: Option<Adaptive>,
 }
 
 impl Ctx {
     /// The holders of a new object `key` with `params`, among the nodes live now.
     pub fn place_new_object(&self, key: &[u8], params: CodingParams) -> Result<Placement> {
-        let live = self.transport.live_nodes();
         let avoid: HashSet<NodeId> = self.cfg.exclude_node.iter().cloned().collect();
-        placement::place(key, &live, params.fragments(), &avoid, &HashSet::new(), self.cfg.placement, (params.k(), params.m()))
+        placement::place(key, &self.candidates(), params.fragments(), &avoid, &HashSet::new(), self.cfg.placement, (params.k(), params.m()))
+    }
+
+    /// Live storage nodes a new object may go to (the excluded node left out).
+    fn candidates(&self) -> Vec<fragstate_core::placement::NodeInfo> {
+        let mut live = self.transport.live_nodes();
+        live.retain(|n| self.cfg.exclude_node.as_ref() != Some(&n.id));
+        live
+    }
+
+    /// The coding parameters of a new object: the configured ones, or in
+    /// adaptive mode the current phase's (deciding the next phase when due).
+    pub fn new_object_params(&self) -> CodingParams {
+        let Some(a) = &self.adaptive else { return self.cfg.params };
+        a.params(self.counters.bytes_written.load(Ordering::Relaxed), || {
+            let nodes = self.candidates();
+            let estimates = self.peer_speeds.of(nodes.iter().map(|n| &n.id));
+            (nodes, estimates)
+        })
+    }
+
+    /// In adaptive mode, moves the clearly slow holders of a new object to its
+    /// parity positions ([`fragstate_core::adaptive::data_first`]).
+    pub fn data_holders_first(&self, p: &mut Placement, params: CodingParams) {
+        if self.adaptive.is_none() {
+            return;
+        }
+        let estimates = self.peer_speeds.of(p.nodes.iter().map(|n| &n.id));
+        let speeds = fragstate_core::adaptive::trusted_speeds(&estimates, now_unix_ms());
+        let (order, moved) = fragstate_core::adaptive::data_first(&p.nodes, &speeds, params.m());
+        if moved > 0 {
+            tracing::debug!(moved, holders = ?order.iter().map(|n| n.id.as_str()).collect::<Vec<_>>(), "slow holders take parity fragments");
+            bump(&self.counters.holders_moved_to_parity, moved as u64);
+        }
+        p.nodes = order;
     }
 }
 

@@ -4,13 +4,15 @@
 //! over the in-process [`mesh`] and over the network (`fragstate-net`).
 //!
 //! Dependencies point down only: [`client`] → [`writer`] → [`repair`] →
-//! [`reader`] → [`ctx`] (shared context, counters, broadcast delete) → `buffers` (stripe buffers reused across writes),
+//! [`reader`] → [`ctx`] (shared context, counters, broadcast delete) → [`adaptive`] (adaptive mode's
+//! phases), `buffers` (stripe buffers reused across writes),
 //! [`config`], [`transport`]. [`mesh`] is a `Transport` of N in-process
 //! nodes over `fragstate-store`, with fault injection for tests.
 //! [`scrub`] decides what a node's background scrub verifies next (pure,
 //! no I/O); [`scrubber`] runs it on a store and rebuilds bad cells through
 //! a [`Client`] (above `client`, below `mesh`).
 
+pub mod adaptive;
 pub mod client;
 pub mod config;
 mod buffers;
@@ -24,4 +26,4 @@ pub mod transport;
 pub mod writer;
 
 pub use client::{Client, ClientStats};
-pub use config::ClientConfig;
+pub use config::{AdaptiveConfig, ClientConfig};

@@ -33,12 +33,25 @@ pub struct ObjectWriter {
     sinks: Vec<Box<dyn FragmentSink>>,
     /// Nodes that failed this write; never chosen again for it.
     failed: HashSet<NodeId>,
+    /// Per fragment: bytes sent to its holder and the time spent in those
+    /// sends, measuring the holder for adaptive mode at commit.
+    upload: Vec<Upload>,
     buf: BytesMut,
     stripes: Vec<StripeInfo>,
     length: u64,
     started: Instant,
     state: State,
 }
+
+/// One holder's share of a write: bytes sent and seconds the sends took.
+#[derive(Clone, Copy, Default)]
+struct Upload {
+    bytes: u64,
+    seconds: f64,
+}
+
+/// Fragments smaller than this are not measured: their time is round trips, not bandwidth.
+const MIN_MEASURED_UPLOAD: u64 = 256 << 10;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -52,7 +65,8 @@ enum State {
 impl ObjectWriter {
     pub(crate) async fn start(ctx: Arc<Ctx>, path: &str, params: CodingParams, overwrite: bool, created_unix_ms: u64) -> Result<Self> {
         let codec = StripeCodec::new(params)?;
-        let p = ctx.place_new_object(path.as_bytes(), params).inspect_err(|_| bump(&ctx.counters.placement_failures, 1))?;
+        let mut p = ctx.place_new_object(path.as_bytes(), params).inspect_err(|_| bump(&ctx.counters.placement_failures, 1))?;
+        ctx.data_holders_first(&mut p, params);
         if p.shared_domains {
             tracing::warn!(path, k = params.k(), m = params.m(), "fewer failure domains than fragments: some fragments share a domain");
         }
@@ -68,6 +82,7 @@ impl ObjectWriter {
             holders: p.nodes.into_iter().map(|n| n.id).collect(),
             sinks: Vec::new(),
             failed: HashSet::new(),
+            upload: vec![Upload::default(); params.fragments()],
             stripes: Vec::new(),
             length: 0,
             started: Instant::now(),
@@ -166,7 +181,14 @@ impl ObjectWriter {
         }
         let next = self.ctx.stripe_buffers.take(self.codec.buffer_capacity());
         let full = std::mem::replace(&mut self.buf, next);
+        if let Some(a) = &self.ctx.adaptive {
+            a.offer_sample(&full);
+        }
+        let (len, encoding) = (full.len(), Instant::now());
         let enc = self.codec.encode(full);
+        if let Some(a) = &self.ctx.adaptive {
+            a.observe_encode(len, encoding.elapsed().as_secs_f64());
+        }
         self.ctx.stripe_buffers.lend(enc.buffer.clone(), enc.buffer_capacity);
         let s = self.stripes.len() as u32;
         self.stripes.push(enc.info.clone());
@@ -174,9 +196,16 @@ impl ObjectWriter {
     }
 
     async fn send_stripe(&mut self, s: u32, enc: &EncodedStripe) -> Result<()> {
-        let puts = self.sinks.iter_mut().enumerate().map(|(i, sink)| sink.put_cell(s, enc.info.cell_checksums[i], enc.cells[i].clone()));
+        let puts = self.sinks.iter_mut().enumerate().map(|(i, sink)| async move {
+            let t = Instant::now();
+            let r = sink.put_cell(s, enc.info.cell_checksums[i], enc.cells[i].clone()).await;
+            (r, t.elapsed().as_secs_f64())
+        });
         let results = join_all(puts).await;
-        for (i, r) in results.into_iter().enumerate() {
+        for (i, (r, seconds)) in results.into_iter().enumerate() {
+            let u = &mut self.upload[i];
+            u.bytes += enc.cells[i].len() as u64;
+            u.seconds += seconds;
             if let Err(e) = r {
                 if !e.is_node_fault() {
                     return Err(e);
@@ -206,6 +235,8 @@ impl ObjectWriter {
         let r = frags.rebuild_onto_new_node(&self.ctx, index, &mut avoid, next_cell).await;
         self.failed.extend(avoid);
         let r = r?;
+        // the new holder got a burst of rebuilt cells: not a measurement of the write
+        self.upload[index] = Upload::default();
         bump(&self.ctx.counters.fragments_replaced, 1);
         tracing::info!(path = %self.path, fragment = index, node = %r.0, "fragment re-placed");
         Ok(r)
@@ -228,8 +259,18 @@ impl ObjectWriter {
             self.flush_stripe().await?;
         }
         loop {
-            let acks = join_all(self.sinks.iter_mut().map(|s| s.finish())).await;
-            let failed: Vec<(usize, Error)> = acks.into_iter().enumerate().filter_map(|(i, r)| r.err().map(|e| (i, e))).collect();
+            let acks = join_all(self.sinks.iter_mut().map(|s| async move {
+                let t = Instant::now();
+                (s.finish().await, t.elapsed().as_secs_f64())
+            }))
+            .await;
+            let mut failed = Vec::new();
+            for (i, (r, seconds)) in acks.into_iter().enumerate() {
+                match r {
+                    Ok(()) => self.upload[i].seconds += seconds,
+                    Err(e) => failed.push((i, e)),
+                }
+            }
             if failed.is_empty() {
                 break;
             }
@@ -243,6 +284,7 @@ impl ObjectWriter {
                 self.sinks[i] = sink;
             }
         }
+        self.observe_uploads();
         let manifest = Manifest {
             path: self.path.to_string(),
             write_id: self.write_id,
@@ -285,6 +327,19 @@ impl ObjectWriter {
             "object committed"
         );
         Ok(manifest)
+    }
+
+    /// In adaptive mode, every holder's upload (sends and ack) as a speed
+    /// sample of it; off, only reads measure peers, as before adaptive mode.
+    fn observe_uploads(&self) {
+        if self.ctx.adaptive.is_none() {
+            return;
+        }
+        for (node, u) in self.holders.iter().zip(&self.upload) {
+            if u.bytes >= MIN_MEASURED_UPLOAD {
+                self.ctx.peer_speeds.observe(node, u.bytes, u.seconds);
+            }
+        }
     }
 
     /// Gives up the write: the fragments sent so far are deleted.

@@ -238,10 +238,43 @@ impl StripeCodec {
     }
 }
 
+/// What zstd does to a sample of state: compressed / raw size and how fast it
+/// decompresses (raw bytes per second), for adaptive mode's model.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ZstdSample {
+    /// Compressed / raw size (at most 1: stripes that grow are stored raw).
+    pub ratio: f64,
+    /// Raw bytes per second of decompression.
+    pub decompress_bytes_per_s: f64,
+}
+
+/// Compresses `data` at `level` and decompresses it again, timed; `None` for
+/// an empty sample or a zstd error.
+pub fn sample_zstd(data: &[u8], level: i32) -> Option<ZstdSample> {
+    if data.is_empty() {
+        return None;
+    }
+    let frame = zstd::bulk::compress(data, level).ok()?;
+    let started = std::time::Instant::now();
+    let raw = zstd::bulk::decompress(&frame, data.len()).ok()?;
+    let seconds = started.elapsed().as_secs_f64().max(1e-6);
+    Some(ZstdSample { ratio: (frame.len() as f64 / data.len() as f64).min(1.0), decompress_bytes_per_s: raw.len() as f64 / seconds })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_zstd_sample_measures_ratio_and_speed() {
+        let repetitive = vec![7u8; 1 << 20];
+        let s = sample_zstd(&repetitive, 1).unwrap();
+        assert!(s.ratio < 0.01 && s.decompress_bytes_per_s > 0.0, "{s:?}");
+        let random = crate::sample::noise(1 << 20, 5);
+        assert!(sample_zstd(&random, 1).unwrap().ratio > 0.99);
+        assert_eq!(sample_zstd(&[], 1), None);
+    }
 
     fn params(k: usize, m: usize, compression: Compression) -> CodingParams {
         CodingParams::new(k, m, 4096, compression).unwrap()

@@ -8,6 +8,7 @@
 //! - [`codec`]: one stripe ⇄ `k + m` checksummed cells (Reed–Solomon).
 //! - [`placement`]: which live nodes hold an object's fragments.
 //! - [`restore_model`]: the predicted restore time of coding parameters over measured holders, and adaptive mode's choice of them.
+//! - [`adaptive`]: adaptive mode's phase decisions and which holders take data fragments.
 //! - [`delete`]: what a delete removes on a node.
 //! - [`version`]: how the versions of one path are ordered (overwrites).
 //! - [`sample`]: deterministic bytes for tests and benchmarks.
@@ -45,6 +46,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod adaptive;
 pub mod codec;
 pub mod delete;
 pub mod error;

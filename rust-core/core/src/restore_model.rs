@@ -66,6 +66,12 @@ impl PeerEstimate {
     pub fn age_ms(&self, now_unix_ms: u64) -> u64 {
         now_unix_ms.saturating_sub(self.updated_unix_ms)
     }
+
+    /// Whether decisions may rest on it: at least [`TRUSTED_SAMPLES`], the
+    /// last no older than [`TRUSTED_FOR_MS`], a positive rate.
+    pub fn trusted(&self, now_unix_ms: u64) -> bool {
+        self.samples >= TRUSTED_SAMPLES && self.age_ms(now_unix_ms) <= TRUSTED_FOR_MS && self.bytes_per_s > 0.0
+    }
 }
 
 /// Samples a [`PeerEstimate`] needs before reads are ordered by it.
@@ -89,7 +95,7 @@ pub const TIMING_FLOOR_S: f64 = 0.002;
 /// `cell_bytes / bytes_per_s + rtt_s` (at least [`TIMING_FLOOR_S`]), times
 /// [`PARITY_PENALTY`] for parity; ties keep fragment order.
 pub fn fetch_order(k: usize, cell_bytes: f64, holders: &[Option<Option<PeerEstimate>>], now_unix_ms: u64) -> Vec<usize> {
-    let trusted = |e: &PeerEstimate| e.samples >= TRUSTED_SAMPLES && e.age_ms(now_unix_ms) <= TRUSTED_FOR_MS && e.bytes_per_s > 0.0;
+    let trusted = |e: &PeerEstimate| e.trusted(now_unix_ms);
     let cost = |e: &PeerEstimate| (cell_bytes / e.bytes_per_s + e.rtt_s).max(TIMING_FLOOR_S);
     let mut known: Vec<f64> = holders.iter().flatten().flatten().filter(|e| trusted(e)).map(cost).collect();
     let live: Vec<usize> = holders.iter().enumerate().filter(|(_, h)| h.is_some()).map(|(i, _)| i).collect();
@@ -208,20 +214,51 @@ pub struct ParamChoice {
     pub considered: usize,
 }
 
+/// The mean predicted restore of `state_bytes` from `layout` (holders in
+/// fragment order) over the loss of each one holder; infinite without parity.
+pub fn mean_over_single_losses(state_bytes: f64, params: &CodingParams, layout: &[Holder], reader: &ReaderFigures) -> f64 {
+    if params.m() == 0 || layout.is_empty() {
+        return f64::INFINITY;
+    }
+    let planned: Vec<Option<Holder>> = layout.iter().copied().map(Some).collect();
+    (0..planned.len())
+        .map(|lost| {
+            let mut h = planned.clone();
+            h[lost] = None;
+            predict_restore(state_bytes, params, &h, reader).map_or(f64::INFINITY, |p| p.seconds)
+        })
+        .sum::<f64>()
+        / planned.len() as f64
+}
+
 /// Chooses `(k, m, cell, compression)` for `state_bytes` over the candidate
 /// `nodes` (the writer's own excluded), data fragments planned on the fastest
 /// nodes. `reader(c)` gives the reader's figures for compression `c`. Ties go
 /// to fewer fragments, then larger cells, then no compression (the settings'
 /// order in `bounds`).
 pub fn choose_params(state_bytes: f64, nodes: &[Holder], bounds: &AdaptiveBounds, reader: impl Fn(Compression) -> ReaderFigures) -> Result<ParamChoice> {
-    if nodes.len() < 1 + bounds.min_parity {
-        return Err(Error::invalid("storage nodes", nodes.len(), format!("≥ {} (1 data + {} parity fragments)", 1 + bounds.min_parity, bounds.min_parity)));
-    }
     let mut fastest = nodes.to_vec();
     fastest.sort_by(|a, b| b.bytes_per_s.total_cmp(&a.bytes_per_s));
+    choose_params_over(state_bytes, nodes.len(), bounds, reader, |p| vec![fastest[..p.fragments()].to_vec()])
+}
+
+/// [`choose_params`] over the holders `layouts(params)` gives for each
+/// setting (one or more layouts in fragment order, each of `k + m` holders;
+/// none when the setting cannot be placed): the setting with the lowest
+/// [`mean_over_single_losses`], averaged over its layouts, wins.
+pub fn choose_params_over(
+    state_bytes: f64,
+    node_count: usize,
+    bounds: &AdaptiveBounds,
+    reader: impl Fn(Compression) -> ReaderFigures,
+    layouts: impl Fn(&CodingParams) -> Vec<Vec<Holder>>,
+) -> Result<ParamChoice> {
+    if node_count < 1 + bounds.min_parity {
+        return Err(Error::invalid("storage nodes", node_count, format!("≥ {} (1 data + {} parity fragments)", 1 + bounds.min_parity, bounds.min_parity)));
+    }
     let mut best: Option<ParamChoice> = None;
     let mut considered = 0;
-    for n in 2..=nodes.len() {
+    for n in 2..=node_count {
         for m in bounds.min_parity..=bounds.max_parity.min(n - 1) {
             let k = n - m;
             if k > bounds.max_data || n as f64 / k as f64 > bounds.max_overhead {
@@ -230,22 +267,13 @@ pub fn choose_params(state_bytes: f64, nodes: &[Holder], bounds: &AdaptiveBounds
             for &cell in &bounds.cell_sizes {
                 for &compression in &bounds.compressions {
                     let Ok(params) = CodingParams::new(k, m, cell, compression) else { continue };
-                    considered += 1;
                     let figures = reader(compression);
-                    let planned: Vec<Option<Holder>> = fastest[..n].iter().copied().map(Some).collect();
+                    let layouts = layouts(&params);
+                    let Some(first) = layouts.first() else { continue };
+                    let planned: Vec<Option<Holder>> = first.iter().copied().map(Some).collect();
                     let Some(intact) = predict_restore(state_bytes, &params, &planned, &figures) else { continue };
-                    let mean_restore_s = if m == 0 {
-                        f64::INFINITY
-                    } else {
-                        (0..n)
-                            .map(|lost| {
-                                let mut h = planned.clone();
-                                h[lost] = None;
-                                predict_restore(state_bytes, &params, &h, &figures).map_or(f64::INFINITY, |p| p.seconds)
-                            })
-                            .sum::<f64>()
-                            / n as f64
-                    };
+                    considered += 1;
+                    let mean_restore_s = layouts.iter().map(|l| mean_over_single_losses(state_bytes, &params, l, &figures)).sum::<f64>() / layouts.len() as f64;
                     if best.as_ref().is_none_or(|b| mean_restore_s < b.mean_restore_s) {
                         best = Some(ParamChoice { params, mean_restore_s, intact, considered: 0 });
                     }
@@ -254,7 +282,7 @@ pub fn choose_params(state_bytes: f64, nodes: &[Holder], bounds: &AdaptiveBounds
         }
     }
     let mut best = best.ok_or_else(|| {
-        Error::invalid("adaptive bounds", format!("{bounds:?}"), format!("at least one valid setting for {} storage nodes", nodes.len()))
+        Error::invalid("adaptive bounds", format!("{bounds:?}"), format!("at least one valid setting for {node_count} storage nodes"))
     })?;
     best.considered = considered;
     Ok(best)

@@ -4,11 +4,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use fragstate_client::config::READ_AHEAD;
+use fragstate_client::config::{ADAPTIVE_PHASE_MS, MAX_STORAGE_OVERHEAD, READ_AHEAD};
 use fragstate_client::scrub::{DEFAULT_SCRUB_RATE, MAX_SCRUB_RATE};
-use fragstate_client::ClientConfig;
+use fragstate_client::{AdaptiveConfig, ClientConfig};
 use fragstate_core::error::{Error, Result};
 use fragstate_core::params::{CodingParams, Compression, MAX_CELL_SIZE, MAX_FRAGMENTS, MIN_CELL_SIZE, ZSTD_LEVELS};
+
+/// Adaptive mode's default phase: five minutes.
+pub const DEFAULT_ADAPTIVE_PHASE_MS: u64 = 300_000;
 
 /// Nodes of an embedded mesh (besides: at least `k + m`).
 pub const LOCAL_MESH_NODES: std::ops::RangeInclusive<usize> = 1..=64;
@@ -30,8 +33,22 @@ pub fn limits_json() -> String {
         "readAhead": range(*READ_AHEAD.start() as u64, *READ_AHEAD.end() as u64),
         "storeMemory": range(MIN_CELL_SIZE as u64, i64::MAX as u64),
         "scrubRate": range(0, MAX_SCRUB_RATE),
+        "adaptivePhaseMs": range(*ADAPTIVE_PHASE_MS.start(), *ADAPTIVE_PHASE_MS.end()),
+        // the lower bound is the configured parameters' own (k+m)/k
+        "maxStorageOverhead": range(1, MAX_STORAGE_OVERHEAD as u64),
     })
     .to_string()
+}
+
+/// Adaptive mode (issue 14): off, or on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Adaptive {
+    /// Every object gets the configured parameters.
+    #[default]
+    Off,
+    /// Parameters chosen per phase from measurements; slow holders take parity.
+    On,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -45,7 +62,7 @@ pub enum Mode {
 }
 
 /// Everything a node needs; the Flink plugin builds it from `FragstateOptions`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct NodeConfig {
     pub mode: Mode,
@@ -69,6 +86,11 @@ pub struct NodeConfig {
     /// split over an embedded mesh); 0: off (reported cells are still rebuilt).
     pub scrub_rate: u64,
     pub log_level: String,
+    pub adaptive: Adaptive,
+    /// Adaptive mode's phase length (milliseconds).
+    pub adaptive_phase_ms: u64,
+    /// Adaptive mode's largest `(k+m)/k`; absent: the configured parameters' own.
+    pub adaptive_max_storage_overhead: Option<f64>,
 }
 
 impl Default for NodeConfig {
@@ -91,6 +113,9 @@ impl Default for NodeConfig {
             read_ahead: ClientConfig::default().read_ahead,
             scrub_rate: DEFAULT_SCRUB_RATE,
             log_level: "info".into(),
+            adaptive: Adaptive::Off,
+            adaptive_phase_ms: DEFAULT_ADAPTIVE_PHASE_MS,
+            adaptive_max_storage_overhead: None,
         }
     }
 }
@@ -126,7 +151,11 @@ impl NodeConfig {
             return Err(Error::invalid("scrub rate", self.scrub_rate, format!("0 (off) ≤ bytes per second ≤ {MAX_SCRUB_RATE}")));
         }
         let params = self.coding_params()?;
-        let cfg = ClientConfig { params, read_ahead: self.read_ahead, hedge: params.m().min(1), ..ClientConfig::default() };
+        let adaptive = (self.adaptive == Adaptive::On).then(|| AdaptiveConfig {
+            phase: std::time::Duration::from_millis(self.adaptive_phase_ms),
+            max_storage_overhead: self.adaptive_max_storage_overhead.unwrap_or(params.fragments() as f64 / params.k() as f64),
+        });
+        let cfg = ClientConfig { params, read_ahead: self.read_ahead, hedge: params.m().min(1), adaptive, ..ClientConfig::default() };
         cfg.validate()?;
         Ok(cfg)
     }

@@ -18,7 +18,7 @@ use fragstate_core::error::{Error, Result};
 use fragstate_net::NetNode;
 use fragstate_store::FragmentStore;
 
-pub use config::{limits_json, parse_compression, Mode, NodeConfig, LOCAL_MESH_NODES};
+pub use config::{limits_json, parse_compression, Adaptive, Mode, NodeConfig, LOCAL_MESH_NODES};
 
 /// A running node.
 pub struct Node {
@@ -76,6 +76,7 @@ impl Node {
                 let client_config = ClientConfig {
                     params: client_config.params,
                     read_ahead: client_config.read_ahead,
+                    adaptive: client_config.adaptive,
                     ..net.client_config(false)
                 };
                 let client = Client::new(Arc::new(net.clone()), client_config)?;
@@ -256,5 +257,23 @@ mod tests {
         }
         let e = NodeConfig::from_json(r#"{"scrubRate":1}"#).unwrap();
         assert_eq!(e.scrub_rate, 1);
+        let on = |phase_ms: u64, overhead: Option<f64>| NodeConfig { adaptive: Adaptive::On, adaptive_phase_ms: phase_ms, adaptive_max_storage_overhead: overhead, ..NodeConfig::default() };
+        let (phase_min, phase_max) = (bound("adaptivePhaseMs", "min"), bound("adaptivePhaseMs", "max"));
+        for (ms, ok) in [(phase_min, true), (phase_max, true), (phase_min - 1, false), (phase_max + 1, false)] {
+            assert_eq!(on(ms, None).client_config().is_ok(), ok, "adaptive phase {ms} ms");
+        }
+        let overhead_max = bound("maxStorageOverhead", "max") as f64;
+        assert!(on(60_000, Some(overhead_max)).client_config().is_ok() && on(60_000, Some(overhead_max + 0.01)).client_config().is_err());
+        assert!(on(60_000, Some(1.49)).client_config().is_err(), "below RS(4,2)'s own 1.5");
+    }
+
+    #[test]
+    fn adaptive_mode_is_off_by_default_and_on_with_the_configured_overhead() {
+        assert_eq!(NodeConfig::default().client_config().unwrap().adaptive, None);
+        let c = NodeConfig::from_json(r#"{"adaptive":"on","adaptivePhaseMs":60000}"#).unwrap().client_config().unwrap();
+        let a = c.adaptive.unwrap();
+        assert_eq!((a.phase, a.max_storage_overhead), (std::time::Duration::from_secs(60), 1.5));
+        let e = NodeConfig::from_json(r#"{"adaptive":"maybe"}"#).unwrap_err().to_string();
+        assert!(e.contains("maybe"), "{e}");
     }
 }

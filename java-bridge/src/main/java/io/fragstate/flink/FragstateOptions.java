@@ -37,6 +37,17 @@ public final class FragstateOptions {
         }
     }
 
+    /** Values of {@link #ADAPTIVE}; written and shown in lower case, read in any case. */
+    public enum Adaptive {
+        OFF,
+        ON;
+
+        @Override
+        public String toString() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
     /** Values of {@link #LOCAL_BACKEND}; written and shown in lower case, read in any case. */
     public enum LocalBackend {
         HASHMAP,
@@ -179,6 +190,39 @@ public final class FragstateOptions {
                                     + " rebuilt from the other holders and written back. 0 b turns the"
                                     + " background pass off; cells that readers find corrupt are reported"
                                     + " to their holder and rebuilt either way. At most 16 gb.");
+
+    public static final ConfigOption<Adaptive> ADAPTIVE =
+            ConfigOptions.key("fragstate.adaptive")
+                    .enumType(Adaptive.class)
+                    .defaultValue(Adaptive.OFF)
+                    .withDescription(
+                            "'on': adaptive mode (A-FP4S). Each process's node measures its peers while it"
+                                    + " uploads and reads; a holder measured at least 2x slower than the"
+                                    + " median of an object's holders takes a parity fragment instead of a"
+                                    + " data fragment, and once per fragstate.adaptive.phase the coding"
+                                    + " parameters of new objects (k, m, cell size, zstd:1 or none) are"
+                                    + " chosen to minimise the predicted restore time, with m never below"
+                                    + " fragstate.parity-fragments and (k+m)/k never above"
+                                    + " fragstate.adaptive.max-storage-overhead. Decisions are logged with"
+                                    + " their inputs and shown as metrics; written checkpoints keep their"
+                                    + " parameters. 'off': every object gets the configured parameters.");
+
+    public static final ConfigOption<Duration> ADAPTIVE_PHASE =
+            ConfigOptions.key("fragstate.adaptive.phase")
+                    .durationType()
+                    .defaultValue(Duration.ofMinutes(5))
+                    .withDescription(
+                            "Adaptive mode: how often the parameters of new objects are reconsidered."
+                                    + " 1 s … 1 d.");
+
+    public static final ConfigOption<Double> ADAPTIVE_MAX_STORAGE_OVERHEAD =
+            ConfigOptions.key("fragstate.adaptive.max-storage-overhead")
+                    .doubleType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Adaptive mode: stored bytes per state byte, (k+m)/k, that a chosen setting"
+                                    + " may use at most; from the configured parameters' own (k+m)/k"
+                                    + " (the default) up to 4.");
 
     public static final ConfigOption<LocalBackend> LOCAL_BACKEND =
             ConfigOptions.key("fragstate.local-backend")

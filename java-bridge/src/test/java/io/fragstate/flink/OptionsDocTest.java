@@ -95,6 +95,12 @@ class OptionsDocTest {
                 .contains("at least k+m, at most " + limits.localMeshNodes().max());
         assertThat(row(text, FragstateOptions.STORE_MEMORY))
                 .contains("at least " + new MemorySize(limits.storeMemory().min()));
+        NativeLimits.Range phase = limits.adaptivePhaseMs();
+        assertThat(row(text, FragstateOptions.ADAPTIVE_PHASE))
+                .contains(TimeUtils.formatWithHighestUnit(Duration.ofMillis(phase.min())) + " … "
+                        + TimeUtils.formatWithHighestUnit(Duration.ofMillis(phase.max())));
+        assertThat(row(text, FragstateOptions.ADAPTIVE_MAX_STORAGE_OVERHEAD))
+                .contains("up to " + limits.maxStorageOverhead().max() + ".");
     }
 
     /** The table row of {@code option} in OPTIONS.md. */

@@ -4,6 +4,7 @@
 package io.fragstate.flink.config;
 
 import io.fragstate.flink.FragstateOptions;
+import io.fragstate.flink.FragstateOptions.Adaptive;
 import io.fragstate.flink.FragstateOptions.LocalBackend;
 import io.fragstate.flink.FragstateOptions.Mode;
 import io.fragstate.flink.fs.FragstateFileSystem;
@@ -16,6 +17,7 @@ import org.apache.flink.configuration.IllegalConfigurationException;
 import org.apache.flink.configuration.JobManagerOptions;
 import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.configuration.ReadableConfig;
+import org.apache.flink.util.TimeUtils;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.node.ObjectNode;
 
@@ -62,6 +64,9 @@ public final class FragstateSettings implements java.io.Serializable {
     final LocalBackend localBackend;
     final URI checkpointDir;
     final Duration storageWait;
+    final Adaptive adaptive;
+    final Duration adaptivePhase;
+    final Double adaptiveMaxStorageOverhead;
 
     private FragstateSettings(ReadableConfig config) {
         NativeLimits limits = NativeLimits.get();
@@ -121,6 +126,27 @@ public final class FragstateSettings implements java.io.Serializable {
         this.storageWait = get(config, FragstateOptions.STORAGE_WAIT);
         if (storageWait.isNegative()) {
             throw bad(FragstateOptions.STORAGE_WAIT, storageWait, "0 s or more");
+        }
+
+        this.adaptive = getEnum(config, FragstateOptions.ADAPTIVE, Adaptive.class);
+        this.adaptivePhase = get(config, FragstateOptions.ADAPTIVE_PHASE);
+        NativeLimits.Range phases = limits.adaptivePhaseMs();
+        if (!phases.contains(adaptivePhase.toMillis())) {
+            throw bad(
+                    FragstateOptions.ADAPTIVE_PHASE,
+                    TimeUtils.formatWithHighestUnit(adaptivePhase),
+                    TimeUtils.formatWithHighestUnit(Duration.ofMillis(phases.min())) + " ≤ phase ≤ "
+                            + TimeUtils.formatWithHighestUnit(Duration.ofMillis(phases.max())));
+        }
+        this.adaptiveMaxStorageOverhead = get(config, FragstateOptions.ADAPTIVE_MAX_STORAGE_OVERHEAD);
+        double own = (double) (dataFragments + parityFragments) / dataFragments;
+        long overheadMax = limits.maxStorageOverhead().max();
+        if (adaptiveMaxStorageOverhead != null
+                && !(adaptiveMaxStorageOverhead >= own - 1e-9 && adaptiveMaxStorageOverhead <= overheadMax)) {
+            throw bad(
+                    FragstateOptions.ADAPTIVE_MAX_STORAGE_OVERHEAD,
+                    adaptiveMaxStorageOverhead,
+                    String.format(Locale.ROOT, "(k+m)/k of the configured parameters = %.3f ≤ overhead ≤ %d", own, overheadMax));
         }
 
         String key = get(config, FragstateOptions.CLUSTER_KEY_FILE);
@@ -205,6 +231,11 @@ public final class FragstateSettings implements java.io.Serializable {
         }
         json.put("logLevel", logLevel());
         json.put("scrubRate", scrubRate);
+        json.put("adaptive", adaptive.toString());
+        json.put("adaptivePhaseMs", adaptivePhase.toMillis());
+        if (adaptiveMaxStorageOverhead != null) {
+            json.put("adaptiveMaxStorageOverhead", adaptiveMaxStorageOverhead);
+        }
         if (mode == Mode.CLUSTER) {
             if (listen != null) {
                 json.put("listen", listen);

@@ -37,6 +37,8 @@ public final class NativeLimits {
     private final Range localMeshNodes;
     private final Range storeMemory;
     private final Range scrubRate;
+    private final Range adaptivePhaseMs;
+    private final Range maxStorageOverhead;
 
     private NativeLimits(JsonNode limits) {
         this.dataFragments = range(limits, "dataFragments");
@@ -47,6 +49,8 @@ public final class NativeLimits {
         this.localMeshNodes = range(limits, "localMeshNodes");
         this.storeMemory = range(limits, "storeMemory");
         this.scrubRate = range(limits, "scrubRate");
+        this.adaptivePhaseMs = range(limits, "adaptivePhaseMs");
+        this.maxStorageOverhead = range(limits, "maxStorageOverhead");
     }
 
     /** The limits of the loaded library (loading it on first use). */
@@ -119,5 +123,15 @@ public final class NativeLimits {
     /** Bytes per second; 0 turns the background scrub off. */
     public Range scrubRate() {
         return scrubRate;
+    }
+
+    /** Milliseconds. */
+    public Range adaptivePhaseMs() {
+        return adaptivePhaseMs;
+    }
+
+    /** (k+m)/k; the lower bound that applies is the configured parameters' own. */
+    public Range maxStorageOverhead() {
+        return maxStorageOverhead;
     }
 }

@@ -74,7 +74,17 @@ public final class FragstateMetrics {
                     Map.entry("corruptReportsReceived", "/scrub/corruptReports"),
                     Map.entry("corruptReportsConfirmed", "/scrub/corruptReportsConfirmed"),
                     Map.entry("cellsRebuilt", "/scrub/cellsRebuilt"),
-                    Map.entry("cellRebuildFailures", "/scrub/rebuildFailures"));
+                    Map.entry("cellRebuildFailures", "/scrub/rebuildFailures"),
+                    Map.entry("holdersMovedToParity", "/client/holdersMovedToParity"),
+                    Map.entry("adaptivePhase", "/client/adaptive/phase"),
+                    Map.entry("adaptivePhasesChanged", "/client/adaptive/phasesChanged"),
+                    Map.entry("adaptiveDataFragments", "/client/adaptive/dataFragments"),
+                    Map.entry("adaptiveParityFragments", "/client/adaptive/parityFragments"),
+                    Map.entry("adaptiveCellSize", "/client/adaptive/cellSize"),
+                    Map.entry("adaptiveZstdLevel", "/client/adaptive/zstdLevel"),
+                    Map.entry("adaptivePredictedRestoreMs", "/client/adaptive/predictedRestoreMs"),
+                    Map.entry("adaptiveConfiguredRestoreMs", "/client/adaptive/configuredRestoreMs"),
+                    Map.entry("adaptiveMeasuredNodes", "/client/adaptive/measuredNodes"));
 
     /** Groups that already carry the gauges (one set per TaskManager, weakly held). */
     private static final Set<MetricGroup> REGISTERED = Collections.newSetFromMap(new WeakHashMap<>());

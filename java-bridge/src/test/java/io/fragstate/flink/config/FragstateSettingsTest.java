@@ -77,6 +77,29 @@ class FragstateSettingsTest {
     }
 
     @Test
+    void adaptiveModeIsOffByDefaultAndSentToTheNodeWithItsBounds() {
+        assertThat(settings().toNodeJson()).contains("\"adaptive\":\"off\",\"adaptivePhaseMs\":300000").doesNotContain("adaptiveMaxStorageOverhead");
+        assertThat(
+                        settings(
+                                        "fragstate.adaptive", "ON",
+                                        "fragstate.adaptive.phase", "30 s",
+                                        "fragstate.adaptive.max-storage-overhead", "2.0")
+                                .toNodeJson())
+                .contains("\"adaptive\":\"on\",\"adaptivePhaseMs\":30000,\"adaptiveMaxStorageOverhead\":2.0");
+        refused("fragstate.adaptive", "maybe").hasMessageContaining("off | on");
+        NativeLimits.Range phase = LIMITS.adaptivePhaseMs();
+        rejects("fragstate.adaptive.phase", "500 ms", phase.min() / 1000 + " s ≤ phase");
+        rejects("fragstate.adaptive.phase", "2 d", "≤ " + phase.max() / 86_400_000 + " d");
+        // below RS(4,2)'s own 1.5, above the native bound, not a number
+        rejects("fragstate.adaptive.max-storage-overhead", "1.4", "= 1.500 ≤ overhead ≤ " + LIMITS.maxStorageOverhead().max());
+        rejects("fragstate.adaptive.max-storage-overhead", "4.5", "≤ overhead ≤ " + LIMITS.maxStorageOverhead().max());
+        refused("fragstate.adaptive.max-storage-overhead", "lots");
+        // the lower bound follows k and m: RS(2,2) needs at least 2.0
+        rejects("fragstate.adaptive.max-storage-overhead", "1.5", "= 2.000 ≤ overhead",
+                "fragstate.data-fragments", "2", "fragstate.parity-fragments", "2");
+    }
+
+    @Test
     void storageWait() {
         assertThat(settings().storageWait()).isEqualTo(java.time.Duration.ofSeconds(30));
         assertThat(settings("fragstate.storage-wait", "2 min").storageWait()).isEqualTo(java.time.Duration.ofMinutes(2));

@@ -1,0 +1,87 @@
+//! Adaptive mode over the in-process mesh (issue 14): a writer measures its
+//! holders while it uploads, moves slow ones to parity positions at once, and
+//! decides each phase's parameters from the measurements.
+
+use std::time::Duration;
+
+use fragstate_client::mesh::Mesh;
+use fragstate_client::{AdaptiveConfig, Client, ClientConfig};
+use fragstate_core::params::{CodingParams, Compression};
+use fragstate_core::sample::noise as payload;
+
+mod common;
+use common::{read, rt, write};
+
+fn adaptive(phase: Duration, max_storage_overhead: f64) -> ClientConfig {
+    let params = CodingParams::new(4, 2, 64 << 10, Compression::None).unwrap();
+    ClientConfig { params, adaptive: Some(AdaptiveConfig { phase, max_storage_overhead }), ..ClientConfig::default() }
+}
+
+#[test]
+fn slow_holders_take_parity_and_the_next_phase_is_decided_from_the_measurements() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(8, u64::MAX);
+        let ids = mesh.node_ids();
+        let slow = [ids[1].clone(), ids[6].clone()];
+        for n in &slow {
+            mesh.slow_down(n, Duration::from_millis(5)).unwrap();
+        }
+        // a phase long enough for the first twelve writes (about 0.2 s each with the slow nodes)
+        let phase = Duration::from_secs(4);
+        let c = Client::new(mesh.clone(), adaptive(phase, 1.5)).unwrap();
+        let started = std::time::Instant::now();
+        let data = payload(4 << 20, 3);
+        // phase 1: nothing measured yet, the configured parameters
+        for i in 0..6 {
+            write(&c, &format!("first-{i}"), &data, 1 << 20).await;
+        }
+        let st = c.stats().adaptive.unwrap();
+        assert_eq!((st.phase, st.data_fragments, st.parity_fragments), (1, 4, 2), "{st:?}");
+        assert!(st.last_decision.as_ref().unwrap().reason.contains("too few measured nodes"), "{st:?}");
+        // every node was measured while it took fragments: from now on no slow node holds data
+        for i in 0..6 {
+            let man = write(&c, &format!("measured-{i}"), &data, 1 << 20).await;
+            let k = man.params.k();
+            assert!(man.holders[..k].iter().all(|h| !slow.contains(h)), "slow node among the data holders of measured-{i}: {:?}", man.holders);
+        }
+        assert!(c.stats().holders_moved_to_parity > 0, "{:?}", c.stats());
+        // phase 2, decided from the measurements within the bounds (m ≥ 2, overhead ≤ 1.5)
+        assert_eq!(c.stats().adaptive.unwrap().phase, 1, "the writes outlasted the phase");
+        tokio::time::sleep((phase + Duration::from_millis(100)).saturating_sub(started.elapsed())).await;
+        let man = write(&c, "phase-2", &data, 1 << 20).await;
+        let st = c.stats().adaptive.unwrap();
+        let d = st.last_decision.clone().unwrap();
+        assert_eq!(st.phase, 2, "{st:?}");
+        assert_eq!(d.measured_nodes, 8, "{d:?}");
+        assert!(d.params.m() >= 2 && d.params.fragments() as f64 / d.params.k() as f64 <= 1.5 + 1e-9, "{d:?}");
+        assert!(d.predicted_restore_s <= d.configured_restore_s, "{d:?}");
+        assert_eq!(man.params, d.params, "the phase's parameters are the new object's");
+        // objects of both phases read back exactly
+        for p in ["first-0", "measured-5", "phase-2"] {
+            assert_eq!(read(&c, p).await.unwrap(), data, "{p}");
+        }
+    });
+}
+
+#[test]
+fn adaptive_mode_off_reports_nothing_and_keeps_the_parameters() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(8, u64::MAX);
+        let c = Client::new(mesh.clone(), ClientConfig { adaptive: None, ..adaptive(Duration::from_secs(1), 1.5) }).unwrap();
+        let man = write(&c, "obj", &payload(1 << 20, 1), 1 << 16).await;
+        assert_eq!(man.params, c.config().params);
+        assert_eq!(c.stats().adaptive, None);
+        assert_eq!(c.stats().holders_moved_to_parity, 0);
+    });
+}
+
+#[test]
+fn bad_adaptive_settings_are_errors_naming_the_value_and_the_range() {
+    let e = Client::new(Mesh::in_memory(8, u64::MAX), adaptive(Duration::from_millis(10), 1.5)).err().unwrap().to_string();
+    assert!(e.contains("adaptive phase") && e.contains("10 ms") && e.contains("1000 ms ≤ phase"), "{e}");
+    // below the configured parameters' own overhead (6/4 = 1.5)
+    let e = Client::new(Mesh::in_memory(8, u64::MAX), adaptive(Duration::from_secs(60), 1.2)).err().unwrap().to_string();
+    assert!(e.contains("adaptive max storage overhead") && e.contains("1.2") && e.contains("1.500 ≤ overhead ≤ 4"), "{e}");
+    let e = Client::new(Mesh::in_memory(8, u64::MAX), adaptive(Duration::from_secs(60), f64::NAN)).err().unwrap().to_string();
+    assert!(e.contains("NaN"), "{e}");
+}

@@ -1,0 +1,216 @@
+//! Adaptive mode's decisions (issue 14): once per phase, the coding
+//! parameters of a writer's new objects, and at every write which of an
+//! object's holders take its data fragments. No I/O: the measurements come in
+//! as numbers ([`PeerEstimate`]s, the writer's own codec figures).
+//!
+//! Holders are chosen by [`placement`] exactly as without adaptive mode
+//! (capacity-weighted rendezvous, one per failure domain), so load balance and
+//! the data a join or leave moves stay as they are. Adaptive mode decides
+//! - which chosen holders take data fragments ([`data_first`]): a holder
+//!   measured at least [`SLOW_FACTOR`] times slower than the median of the
+//!   object's measured holders takes a parity fragment, up to `m` of them. A
+//!   restore that loses no holder then reads only the fast ones and never
+//!   reconstructs;
+//! - the parameters ([`decide_phase`]): every setting within the bounds is
+//!   scored by the model of [`crate::restore_model`] over the holders that
+//!   placement gives [`LAYOUT_SAMPLES`] sample keys, fragments assigned by
+//!   [`data_first`], averaged over the loss of each one holder. The best
+//!   replaces the configured parameters only when it is predicted at least
+//!   [`MIN_GAIN`] faster, so noise in the estimates does not flip settings.
+//!
+//! What the estimates mean. A writer measures each peer while it uploads to
+//! `k + m` of them at once, so a peer's rate is the smaller of the peer's own
+//! link and the writer's link shared by the concurrent transfers. The model
+//! therefore takes the writer's link as the sum of the `k + m` (configured)
+//! fastest estimates, and a peer within [`SLOW_FACTOR`] of the fastest as
+//! bound by that shared link, not by its own (its own is unknown, and at least
+//! what was measured); only a clearly slower peer is bound by its own rate.
+//! The restoring TaskManager is assumed to have a link like the writer's.
+//! Nodes without a trusted estimate count at the median of those with one;
+//! with fewer than [`MIN_MEASURED_NODES`] measured, the configured parameters
+//! are kept (the decision says so).
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::params::{CodingParams, Compression};
+use crate::placement::{self, NodeInfo, PlacementPolicy};
+use crate::restore_model::{choose_params_over, mean_over_single_losses, AdaptiveBounds, Holder, PeerEstimate, ReaderFigures};
+
+/// A holder this many times slower than the median of an object's holders takes parity.
+pub const SLOW_FACTOR: f64 = 2.0;
+/// Sample keys whose placements score a setting.
+pub const LAYOUT_SAMPLES: usize = 16;
+/// A setting replaces the configured one only when predicted this much faster (fraction).
+pub const MIN_GAIN: f64 = 0.1;
+/// Nodes with a trusted estimate needed before the parameters change.
+pub const MIN_MEASURED_NODES: usize = 2;
+
+/// Bytes per second of each node's trusted estimate (`None`: unmeasured, too
+/// few samples or too old).
+pub fn trusted_speeds(estimates: &[Option<PeerEstimate>], now_unix_ms: u64) -> Vec<Option<f64>> {
+    estimates.iter().map(|e| e.filter(|e| e.trusted(now_unix_ms)).map(|e| e.bytes_per_s)).collect()
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
+}
+
+/// `nodes` (placement's holders, fragment order) with the slow ones moved to
+/// the parity positions: a node whose speed times [`SLOW_FACTOR`] is below the
+/// median of the measured ones, slowest first, at most `m`. The others keep
+/// their order. Returns the order and how many moved.
+pub fn data_first<T: Clone>(nodes: &[T], speeds: &[Option<f64>], m: usize) -> (Vec<T>, usize) {
+    let Some(median) = median(speeds.iter().flatten().copied().collect()) else { return (nodes.to_vec(), 0) };
+    let mut slow: Vec<usize> = (0..nodes.len()).filter(|&i| speeds[i].is_some_and(|s| s * SLOW_FACTOR < median)).collect();
+    slow.sort_by(|&a, &b| speeds[a].unwrap_or(0.0).total_cmp(&speeds[b].unwrap_or(0.0)).then(a.cmp(&b)));
+    slow.truncate(m);
+    // Already in a parity position: nothing to move for it.
+    let k = nodes.len() - m;
+    let moved = slow.iter().filter(|&&i| i < k).count();
+    let mut order: Vec<T> = (0..nodes.len()).filter(|i| !slow.contains(i)).map(|i| nodes[i].clone()).collect();
+    order.extend(slow.iter().rev().map(|&i| nodes[i].clone()));
+    (order, moved)
+}
+
+/// What a phase decision rests on.
+pub struct PhaseInput<'a> {
+    /// The phase being decided (counted from 1).
+    pub phase: u64,
+    /// Live storage nodes a new object may be placed on (the writer's own excluded).
+    pub candidates: &'a [NodeInfo],
+    /// The writer's estimate of each candidate, in the same order.
+    pub estimates: &'a [Option<PeerEstimate>],
+    /// Now, to judge the estimates' age.
+    pub now_unix_ms: u64,
+    /// The parameters configured (kept unless beaten by [`MIN_GAIN`]).
+    pub configured: CodingParams,
+    /// What may be chosen.
+    pub bounds: &'a AdaptiveBounds,
+    /// Bytes of state one restore reads (the writer's bytes of the last phase).
+    pub state_bytes: f64,
+    /// The placement policy of new objects.
+    pub policy: PlacementPolicy,
+}
+
+/// The parameters of a phase and why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PhaseDecision {
+    /// The phase (counted from 1).
+    pub phase: u64,
+    /// Parameters of the phase's new objects.
+    pub params: CodingParams,
+    /// Their predicted mean restore over single-holder losses.
+    pub predicted_restore_s: f64,
+    /// The configured parameters' predicted mean restore, same measurements.
+    pub configured_restore_s: f64,
+    /// Candidates with a trusted estimate / all candidates.
+    pub measured_nodes: usize,
+    /// Live candidates.
+    pub candidate_nodes: usize,
+    /// The writer's link as the model takes it (bytes per second).
+    pub link_bytes_per_s: f64,
+    /// Settings scored.
+    pub considered: usize,
+    /// `chosen`, `configured is within MIN_GAIN`, `too few measured nodes` or the error that kept the configured ones.
+    pub reason: String,
+}
+
+/// The writer's link as the model takes it: the sum of the `concurrent` fastest estimates.
+pub fn link_estimate(speeds: &[Option<f64>], concurrent: usize) -> f64 {
+    let mut v: Vec<f64> = speeds.iter().flatten().copied().collect();
+    v.sort_by(|a, b| b.total_cmp(a));
+    v.iter().take(concurrent).sum()
+}
+
+/// Scores the settings within `input.bounds` and decides the phase's
+/// parameters. `reader(c)` gives the CPU figures for compression `c`; its
+/// ingress is replaced by [`link_estimate`].
+pub fn decide_phase(input: &PhaseInput<'_>, reader: impl Fn(Compression) -> ReaderFigures) -> PhaseDecision {
+    let speeds = trusted_speeds(input.estimates, input.now_unix_ms);
+    let measured = speeds.iter().flatten().count();
+    let link = link_estimate(&speeds, input.configured.fragments());
+    let keep = |reason: String, configured_restore_s: f64, considered: usize| PhaseDecision {
+        phase: input.phase,
+        params: input.configured,
+        predicted_restore_s: configured_restore_s,
+        configured_restore_s,
+        measured_nodes: measured,
+        candidate_nodes: input.candidates.len(),
+        link_bytes_per_s: link,
+        considered,
+        reason,
+    };
+    if measured < MIN_MEASURED_NODES {
+        return keep(format!("too few measured nodes ({measured} of {}, {MIN_MEASURED_NODES} needed)", input.candidates.len()), f64::NAN, 0);
+    }
+    let fill = median(speeds.iter().flatten().copied().collect()).unwrap_or(1.0);
+    let fastest = speeds.iter().flatten().copied().fold(0.0, f64::max);
+    // a peer near the fastest is bound by the writer's shared link, not its own (module docs)
+    let own_rate: Vec<f64> = speeds.iter().map(|s| s.unwrap_or(fill)).map(|s| if s * SLOW_FACTOR >= fastest { f64::INFINITY } else { s }).collect();
+    let reader = |c: Compression| ReaderFigures { ingress_bytes_per_s: link, ..reader(c) };
+    let layouts = |p: &CodingParams| layouts(input, &speeds, &own_rate, p);
+    let score = |p: &CodingParams| {
+        let ls = layouts(p);
+        if ls.is_empty() {
+            return f64::NAN;
+        }
+        ls.iter().map(|l| mean_over_single_losses(input.state_bytes, p, l, &reader(p.compression()))).sum::<f64>() / ls.len() as f64
+    };
+    let configured_restore_s = score(&input.configured);
+    let choice: Result<_> = choose_params_over(input.state_bytes, input.candidates.len(), input.bounds, reader, layouts);
+    // NaN (the configured setting cannot be placed now) never blocks a change
+    let beats_configured = |s: f64| configured_restore_s.is_nan() || s < configured_restore_s * (1.0 - MIN_GAIN);
+    match choice {
+        Err(e) => keep(e.to_string(), configured_restore_s, 0),
+        Ok(c) if !beats_configured(c.mean_restore_s) => {
+            keep(format!("configured is within {:.0} % of the best ({})", MIN_GAIN * 100.0, describe(&c.params)), configured_restore_s, c.considered)
+        }
+        Ok(c) => PhaseDecision {
+            phase: input.phase,
+            params: c.params,
+            predicted_restore_s: c.mean_restore_s,
+            configured_restore_s,
+            measured_nodes: measured,
+            candidate_nodes: input.candidates.len(),
+            link_bytes_per_s: link,
+            considered: c.considered,
+            reason: "chosen".into(),
+        },
+    }
+}
+
+/// The holders placement gives the sample keys for `params`, in the order
+/// [`data_first`] assigns fragments (by `speeds`), at their `own_rate`.
+fn layouts(input: &PhaseInput<'_>, speeds: &[Option<f64>], own_rate: &[f64], params: &CodingParams) -> Vec<Vec<Holder>> {
+    let index_of = |id: &crate::ids::NodeId| input.candidates.iter().position(|c| &c.id == id);
+    (0..LAYOUT_SAMPLES)
+        .filter_map(|j| {
+            let key = format!("fragstate adaptive layout {j}");
+            let p = placement::place(key.as_bytes(), input.candidates, params.fragments(), &HashSet::new(), &HashSet::new(), input.policy, (params.k(), params.m())).ok()?;
+            let idx: Vec<usize> = p.nodes.iter().filter_map(|n| index_of(&n.id)).collect();
+            let s: Vec<Option<f64>> = idx.iter().map(|&i| speeds[i]).collect();
+            let (ordered, _) = data_first(&idx, &s, params.m());
+            Some(ordered.into_iter().map(|i| Holder { bytes_per_s: own_rate[i], rtt_s: input.estimates[i].map_or(0.0, |e| e.rtt_s) }).collect())
+        })
+        .collect()
+}
+
+/// `RS(k,m) cell N KiB, compression` for logs.
+pub fn describe(p: &CodingParams) -> String {
+    let c = match p.compression() {
+        Compression::None => "none".to_string(),
+        Compression::Zstd { level } => format!("zstd:{level}"),
+    };
+    format!("RS({},{}) {} KiB cells, {c}", p.k(), p.m(), p.cell_size() / 1024)
+}
+
+#[cfg(test)]
+mod tests;

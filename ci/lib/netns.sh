@@ -13,6 +13,8 @@
 #               (1 Gbit/s each) reached over one shared WAN link: 100 Mbit/s each way, 20 ms
 #               each way (RTT 40 ms), made by the delay line ci/lib/wan_delay.py.
 #         none  as dc, no shaping at all (veth speed; for checking the harness itself).
+#       FRAGSTATE_NETNS_RATES="host=rate,...": those hosts' own links at another tbf rate
+#       (e.g. n-1=20mbit,n-2=20mbit: the heterogeneous clusters of ci/bench-adaptive.sh).
 #       Delays: this kernel has no netem, so hops inside a site keep the veth's own delay
 #       (measured RTT 0.04–0.08 ms; the issue's dc 0.2 ms and edge-LAN 1 ms are not emulated).
 #       Measured (tput over TCP, one stream): LAN 958 Mbit/s; WAN 92–93 Mbit/s each way with a
@@ -59,6 +61,15 @@ shape() {
   # tbf needs a burst of at least one (GSO) packet; a larger one lets a fast link reach its rate
   case $rate in *gbit) burst=512kb ;; *) burst=128kb ;; esac
   ip netns exec "$ns" tc qdisc add dev "$dev" root tbf rate "$rate" burst "$burst" latency 100ms
+}
+
+# rate_of HOST DEFAULT: the host's rate from FRAGSTATE_NETNS_RATES, else DEFAULT.
+rate_of() {
+  local pair
+  for pair in ${FRAGSTATE_NETNS_RATES//,/ }; do
+    [ "${pair%%=*}" = "$1" ] && { echo "${pair#*=}"; return; }
+  done
+  echo "$2"
 }
 
 # router NS BRIDGE ADDR: a namespace holding the site's bridge, with ADDR/24 on it, forwarding.
@@ -143,7 +154,7 @@ up() {
   attach ctl 10.78.1.2 "$LAN_RT" 10.78.1.1 ""
   echo "ctl 10.78.1.2 lan" >>"$(hosts_file)"
   for h in ${lan//,/ }; do
-    attach "$h" "10.78.1.$i" "$LAN_RT" 10.78.1.1 "$rate"
+    attach "$h" "10.78.1.$i" "$LAN_RT" 10.78.1.1 "$(rate_of "$h" "$rate")"
     echo "$h 10.78.1.$i lan" >>"$(hosts_file)"
     i=$((i + 1))
   done
@@ -164,7 +175,7 @@ up() {
     # once (refused on loopback), not wait out the machine's resolver (a JVM then starts in 90 s)
     printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n' >"/etc/netns/$(ns_of "$h")/resolv.conf"
   done <"$(hosts_file)"
-  log "emulated hosts up ($profile): $(awk '{printf "%s=%s ", $1, $2}' "$(hosts_file)")"
+  log "emulated hosts up ($profile${FRAGSTATE_NETNS_RATES:+; $FRAGSTATE_NETNS_RATES}): $(awk '{printf "%s=%s ", $1, $2}' "$(hosts_file)")"
 }
 
 down() {

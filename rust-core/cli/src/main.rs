@@ -138,6 +138,10 @@ enum Bench {
     },
     /// Throughput between processes on loopback: fragstate write/read versus raw libp2p streams.
     Net(bench_net::BenchNetArgs),
+    /// A TaskManager's checkpoint (`write`) and its restore by another process (`read`),
+    /// between the nodes of a running cluster (ci/bench-adaptive.sh).
+    #[command(subcommand)]
+    Restore(bench_restore::BenchRestore),
 }
 
 fn main() {
@@ -154,6 +158,7 @@ fn main() {
         Command::Bench(Bench::Mesh { coding, nodes, failed, size, chunk, threads }) => bench_mesh::bench_mesh(&coding, nodes, failed, size, chunk, threads),
         Command::Inspect { file } => inspect::inspect(&file),
         Command::Bench(Bench::Net(a)) => bench_net::bench_net(a),
+        Command::Bench(Bench::Restore(r)) => bench_restore::bench_restore(r),
         Command::Node(a) => node::node(a),
         Command::Keygen { file } => keygen::keygen(&file),
         Command::Put { cluster, coding, overwrite, src, path } => put::put(cluster, coding, src, path, overwrite),

@@ -1,0 +1,175 @@
+"""The adaptive-mode benchmark's report (ci/bench-adaptive.sh): reads OUT_DIR/<setting>/<config>/
+write.json and read-N.json and writes summary.json, RESULTS.md and one PNG plot per setting there.
+
+    python adaptive_report.py OUT_DIR
+
+Per setting and configuration: the restore (median of the reads, min and max beside it), the write,
+the coding settings the state was written with (adaptive mode may change them per phase), the bytes
+the reader fetched, and the physical limit: those bytes over the reader's 1 Gbit/s link. Goals
+(issue 14): adaptive within 1.1x of the best fixed setting in every setting, and at least 30 %
+faster than the default fixed RS(4,2) (rs42-none-1m) in settings a and b.
+"""
+
+import json
+import os
+import statistics
+import sys
+
+LINK_BYTES_PER_S = 1e9 / 8
+DEFAULT = "rs42-none-1m"
+TITLES = {
+    "a": "a: n-1, n-2 behind 20 Mbit/s, the rest 1 Gbit/s",
+    "b": "b: n-1 .. n-4 at 100 Mbit/s, the rest 1 Gbit/s",
+    "c": "c: equal 1 Gbit/s links, n-1 and n-2 at 20 % of one core",
+}
+
+
+def load_json(path):
+    with open(path) as f:
+        text = f.read().strip()
+    return json.loads(text) if text else None
+
+
+def row(setting, config, d):
+    w = load_json(os.path.join(d, "write.json")) if os.path.exists(os.path.join(d, "write.json")) else None
+    reads = [load_json(os.path.join(d, f)) for f in sorted(os.listdir(d)) if f.startswith("read-") and f.endswith(".json")]
+    reads = [r for r in reads if r]
+    secs = [r["seconds"] for r in reads]
+    fetched = statistics.median([r["client"]["bytesFetched"] for r in reads]) if reads else None
+    adaptive = (w or {}).get("client", {}).get("adaptive")
+    return {
+        "setting": setting,
+        "config": config,
+        "passed": bool(w and reads),
+        "stateBytes": (w or {}).get("stateBytes"),
+        "writeS": round(w["writeSeconds"], 2) if w else None,
+        "restoreMedianS": round(statistics.median(secs), 3) if secs else None,
+        "restoreMinS": round(min(secs), 3) if secs else None,
+        "restoreMaxS": round(max(secs), 3) if secs else None,
+        "reads": len(secs),
+        "writtenWith": sorted({s for r in reads for s in r.get("settings", [])}),
+        "bytesFetched": fetched,
+        "stripesReconstructed": statistics.median([r["client"]["stripesReconstructed"] for r in reads]) if reads else None,
+        "limitS": round(fetched / LINK_BYTES_PER_S, 3) if fetched else None,
+        "holdersMovedToParity": (w or {}).get("client", {}).get("holdersMovedToParity"),
+        "decision": (adaptive or {}).get("lastDecision"),
+    }
+
+
+def load(out):
+    rows = []
+    for setting in sorted(os.listdir(out)):
+        sd = os.path.join(out, setting)
+        if not os.path.isdir(sd) or setting not in TITLES:
+            continue
+        for config in sorted(os.listdir(sd)):
+            if os.path.isdir(os.path.join(sd, config)):
+                rows.append(row(setting, config, os.path.join(sd, config)))
+    return rows
+
+
+def verdicts(rows):
+    out = {}
+    for s in sorted({r["setting"] for r in rows}):
+        mine = [r for r in rows if r["setting"] == s and r["restoreMedianS"] is not None]
+        ad = next((r for r in mine if r["config"] == "adaptive"), None)
+        fixed = [r for r in mine if r["config"] != "adaptive"]
+        if not ad or not fixed:
+            continue
+        best = min(fixed, key=lambda r: r["restoreMedianS"])
+        default = next((r for r in fixed if r["config"] == DEFAULT), None)
+        v = {
+            "adaptiveS": ad["restoreMedianS"],
+            "bestFixed": best["config"],
+            "bestFixedS": best["restoreMedianS"],
+            "vsBestFixed": round(ad["restoreMedianS"] / best["restoreMedianS"], 2),
+            "withinOnePointOneOfBest": ad["restoreMedianS"] <= 1.1 * best["restoreMedianS"],
+        }
+        if default:
+            v["defaultS"] = default["restoreMedianS"]
+            v["fasterThanDefaultPct"] = round(100 * (1 - ad["restoreMedianS"] / default["restoreMedianS"]), 1)
+            if s in ("a", "b"):
+                v["atLeast30PctFasterThanDefault"] = v["fasterThanDefaultPct"] >= 30
+        out[s] = v
+    return out
+
+
+def fmt(v, unit=""):
+    return "–" if v is None else f"{v}{unit}"
+
+
+def results_md(rows, ver):
+    lines = ["# Adaptive mode against fixed coding settings (ci/bench-adaptive.sh)", "",
+             "Restore: a fresh reader process on its own 1 Gbit/s host reads the whole state (4 objects at a "
+             "time, every byte compared); median of the reads, min–max beside it. Limit: the bytes it fetched over "
+             "its 1 Gbit/s link. One machine (2 cores) runs every emulated host.", ""]
+    for s in sorted({r["setting"] for r in rows}):
+        lines += [f"## Setting {TITLES[s]}", "",
+                  "| config | written with | restore median (min–max) | limit | write | fetched | reconstructed stripes | moved to parity |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for r in sorted((r for r in rows if r["setting"] == s), key=lambda r: (r["restoreMedianS"] is None, r["restoreMedianS"] or 0)):
+            lines.append(
+                f"| {'**adaptive**' if r['config'] == 'adaptive' else r['config']} | {'; '.join(r['writtenWith']) or '–'} | "
+                f"{fmt(r['restoreMedianS'], ' s')} ({fmt(r['restoreMinS'])}–{fmt(r['restoreMaxS'])}) | {fmt(r['limitS'], ' s')} | "
+                f"{fmt(r['writeS'], ' s')} | {fmt(round(r['bytesFetched'] / 1e6) if r['bytesFetched'] else None, ' MB')} | "
+                f"{fmt(r['stripesReconstructed'])} | {fmt(r['holdersMovedToParity'])} |")
+        v = ver.get(s)
+        if v:
+            lines += ["", f"Adaptive {v['adaptiveS']} s vs the best fixed ({v['bestFixed']}) {v['bestFixedS']} s: "
+                      f"{v['vsBestFixed']}× — goal ≤ 1.1×: {'met' if v['withinOnePointOneOfBest'] else 'MISSED'}."]
+            if "defaultS" in v:
+                goal = ""
+                if "atLeast30PctFasterThanDefault" in v:
+                    goal = f" — goal ≥ 30 %: {'met' if v['atLeast30PctFasterThanDefault'] else 'MISSED'}"
+                lines.append(f"Against the default {DEFAULT} ({v['defaultS']} s): {v['fasterThanDefaultPct']} % faster{goal}.")
+        d = next((r["decision"] for r in rows if r["setting"] == s and r["config"] == "adaptive" and r["decision"]), None)
+        if d:
+            lines += ["", f"Adaptive's last decision: phase {d['phase']}, {d['reason']}; predicted {d['predictedRestoreS']:.2f} s "
+                      f"vs configured {d['configuredRestoreS']:.2f} s; {d['measuredNodes']} of {d['candidateNodes']} nodes measured; "
+                      f"link taken as {d['linkBytesPerS'] / 1e6:.0f} MB/s."]
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def plots(out, rows):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    for s in sorted({r["setting"] for r in rows}):
+        mine = sorted((r for r in rows if r["setting"] == s and r["restoreMedianS"] is not None), key=lambda r: r["restoreMedianS"])
+        if not mine:
+            continue
+        fig, ax = plt.subplots(figsize=(9, 0.45 * len(mine) + 1.5))
+        names = [r["config"] for r in mine]
+        ax.barh(names, [r["restoreMedianS"] for r in mine], color=["tab:orange" if n == "adaptive" else "tab:blue" for n in names])
+        ax.errorbar([r["restoreMedianS"] for r in mine], names,
+                    xerr=[[r["restoreMedianS"] - r["restoreMinS"] for r in mine], [r["restoreMaxS"] - r["restoreMedianS"] for r in mine]],
+                    fmt="none", ecolor="black", capsize=3)
+        ax.scatter([r["limitS"] or 0 for r in mine], names, marker="|", s=200, color="red", label="limit: bytes fetched / 1 Gbit/s", zorder=3)
+        ax.invert_yaxis()
+        ax.set_xlabel("restore of the state (s), median of the reads")
+        ax.set_title(f"Setting {TITLES[s]}", fontsize=9)
+        ax.legend(loc="lower right", fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, f"restore-{s}.png"), dpi=110)
+        plt.close(fig)
+
+
+def main(out):
+    rows = load(out)
+    if not rows:
+        sys.exit(f"adaptive_report: no runs under {out}")
+    ver = verdicts(rows)
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump({"rows": rows, "verdicts": ver}, f, indent=1)
+    with open(os.path.join(out, "RESULTS.md"), "w") as f:
+        f.write(results_md(rows, ver))
+    plots(out, rows)
+    print(results_md(rows, ver))
+    failed = [f"{r['setting']}/{r['config']}" for r in rows if not r["passed"]]
+    if failed:
+        sys.exit(f"adaptive_report: runs without a write and a read: {', '.join(failed)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,207 @@
+//! `fragstate bench restore write|read`: one TaskManager's checkpoint and its
+//! restore, as two client processes of a running cluster — the measurement of
+//! issue 14's proof (`ci/bench-adaptive.sh` runs it between emulated hosts
+//! with shaped links).
+//!
+//! `write` plays the TaskManager: warm-up objects first (its earlier, smaller
+//! checkpoints, which let adaptive mode measure its peers), then — in adaptive
+//! mode after the first phase has ended — the state as `--objects` objects.
+//! It then exits, as a killed TaskManager would. `read` plays the TaskManager
+//! that takes over: a fresh process that reads every object of the state,
+//! `--parallel` at a time (Flink's RocksDB restore downloads files with 4
+//! threads by default), compares every byte, and prints its figures. Both
+//! print one JSON line on stdout.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand};
+use futures::stream::{self, StreamExt, TryStreamExt};
+use serde_json::json;
+
+use fragstate_client::{AdaptiveConfig, Client};
+use fragstate_core::sample::state_like;
+use fragstate_core::{Error, Result};
+
+use crate::args::{parse_bytes, parse_secs, ClusterArgs, CodingArgs};
+use crate::cluster::{client, connect, read_and_compare, runtime};
+
+#[derive(Subcommand)]
+pub(crate) enum BenchRestore {
+    /// Writes the warm-up objects and the state (the TaskManager before it dies).
+    Write(WriteArgs),
+    /// Reads the state back, timed, and checks it (the TaskManager that takes over).
+    Read(ReadArgs),
+}
+
+/// What the state is: `objects` objects of `state / objects` bytes each under `prefix`.
+#[derive(Args, Clone)]
+pub(crate) struct StateArgs {
+    /// Path prefix of this run's objects.
+    #[arg(long)]
+    prefix: String,
+    /// Bytes of state, split evenly over the objects.
+    #[arg(long, default_value = "300MiB", value_parser = parse_bytes)]
+    state: u64,
+    /// Objects the state is split into (RocksDB files).
+    #[arg(long, default_value_t = 30)]
+    objects: usize,
+}
+
+impl StateArgs {
+    fn object_bytes(&self) -> Result<usize> {
+        if self.objects == 0 || self.state < self.objects as u64 {
+            return Err(Error::invalid("--objects", self.objects, format!("1 ≤ objects ≤ --state = {} bytes", self.state)));
+        }
+        Ok((self.state / self.objects as u64) as usize)
+    }
+
+    fn path(&self, i: usize) -> String {
+        format!("{}/state-{i:04}", self.prefix.trim_end_matches('/'))
+    }
+}
+
+#[derive(Args)]
+pub(crate) struct WriteArgs {
+    #[command(flatten)]
+    cluster: ClusterArgs,
+    #[command(flatten)]
+    coding: CodingArgs,
+    #[command(flatten)]
+    state: StateArgs,
+    /// Adaptive mode on, with the coding arguments as the configured parameters.
+    #[arg(long)]
+    adaptive: bool,
+    /// Adaptive mode's phase (seconds); the state is written once the first phase ended.
+    #[arg(long, default_value = "30", value_parser = parse_secs)]
+    phase: Duration,
+    /// Adaptive mode's largest (k+m)/k (default: the coding arguments' own).
+    #[arg(long)]
+    max_storage_overhead: Option<f64>,
+    /// Warm-up objects of 4 MiB written first (earlier checkpoints).
+    #[arg(long, default_value_t = 6)]
+    warmup_objects: usize,
+}
+
+#[derive(Args)]
+pub(crate) struct ReadArgs {
+    #[command(flatten)]
+    cluster: ClusterArgs,
+    #[command(flatten)]
+    state: StateArgs,
+    /// Objects read at once.
+    #[arg(long, default_value_t = 4)]
+    parallel: usize,
+}
+
+const WARMUP_OBJECT_BYTES: usize = 4 << 20;
+
+pub(crate) fn bench_restore(role: BenchRestore) -> Result<()> {
+    match role {
+        BenchRestore::Write(a) => write(a),
+        BenchRestore::Read(a) => read(a),
+    }
+}
+
+async fn write_object(c: &Client, path: &str, data: &[u8]) -> Result<()> {
+    let mut w = c.create(path, true).await?;
+    for chunk in data.chunks(1 << 20) {
+        w.write(chunk).await?;
+    }
+    w.close().await.map(|_| ())
+}
+
+fn write(a: WriteArgs) -> Result<()> {
+    let per_object = a.state.object_bytes()?;
+    let params = a.coding.params()?;
+    runtime()?.block_on(async {
+        let node = connect(&a.cluster, a.cluster.wait_nodes.unwrap_or(params.fragments())).await?;
+        let r = async {
+            let mut c = client(&node, &a.cluster, Some(&a.coding))?;
+            if a.adaptive {
+                let mut cfg = c.config().clone();
+                let own = params.fragments() as f64 / params.k() as f64;
+                cfg.adaptive = Some(AdaptiveConfig { phase: a.phase, max_storage_overhead: a.max_storage_overhead.unwrap_or(own) });
+                c = Client::new(Arc::new(node.clone()), cfg)?;
+            }
+            let started = Instant::now();
+            let warm = state_like(WARMUP_OBJECT_BYTES);
+            for i in 0..a.warmup_objects {
+                write_object(&c, &format!("{}/warmup-{i:04}", a.state.prefix.trim_end_matches('/')), &warm).await?;
+            }
+            let warmup_s = started.elapsed().as_secs_f64();
+            if a.adaptive {
+                let left = a.phase.saturating_sub(started.elapsed()) + Duration::from_millis(200);
+                eprintln!("bench restore: warm-up written in {warmup_s:.1} s; waiting {:.1} s for the phase to end", left.as_secs_f64());
+                tokio::time::sleep(left).await;
+            }
+            let data = state_like(per_object);
+            let t = Instant::now();
+            for i in 0..a.state.objects {
+                write_object(&c, &a.state.path(i), &data).await?;
+            }
+            let write_s = t.elapsed().as_secs_f64();
+            let stats = c.stats();
+            let out = json!({
+                "role": "write",
+                "configured": fragstate_core::adaptive::describe(&params),
+                "adaptive": a.adaptive,
+                "stateBytes": per_object as u64 * a.state.objects as u64,
+                "objects": a.state.objects,
+                "warmupSeconds": warmup_s,
+                "writeSeconds": write_s,
+                "client": stats,
+            });
+            println!("{out}");
+            Ok(())
+        }
+        .await;
+        node.shutdown().await;
+        r
+    })
+}
+
+fn read(a: ReadArgs) -> Result<()> {
+    let per_object = a.state.object_bytes()?;
+    if a.parallel == 0 {
+        return Err(Error::invalid("--parallel", 0, "≥ 1"));
+    }
+    let data = Arc::new(state_like(per_object));
+    runtime()?.block_on(async {
+        let node = connect(&a.cluster, a.cluster.wait_nodes.unwrap_or(1)).await?;
+        let r = async {
+            let c = client(&node, &a.cluster, None)?;
+            let t = Instant::now();
+            let params: Vec<String> = stream::iter(0..a.state.objects)
+                .map(|i| {
+                    let (c, data, path) = (c.clone(), data.clone(), a.state.path(i));
+                    async move {
+                        let mut r = c.open(&path).await?;
+                        read_and_compare(&mut r, &data, &path).await?;
+                        Ok::<_, Error>(fragstate_core::adaptive::describe(&r.manifest().params))
+                    }
+                })
+                .buffer_unordered(a.parallel)
+                .try_collect()
+                .await?;
+            let seconds = t.elapsed().as_secs_f64();
+            let mut settings = params;
+            settings.sort();
+            settings.dedup();
+            let bytes = per_object as u64 * a.state.objects as u64;
+            let out = json!({
+                "role": "read",
+                "stateBytes": bytes,
+                "seconds": seconds,
+                "mbPerS": bytes as f64 / seconds / 1e6,
+                "settings": settings,
+                "client": c.stats(),
+            });
+            println!("{out}");
+            Ok(())
+        }
+        .await;
+        node.shutdown().await;
+        r
+    })
+}

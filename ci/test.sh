@@ -59,6 +59,17 @@ if [ -f pom.xml ]; then
     --out "target/bench-quick/$(date -u +%Y%m%d-%H%M%S)"
   echo "bench quick variant took $((SECONDS - t0)) s"
 
+  # adaptive mode's benchmark, quick variant (issue 14): ci/bench-adaptive.sh on the CLI just built
+  # (profile ci): eight storage nodes on emulated hosts, two of them behind 20 Mbit/s links;
+  # a writer with adaptive mode on (5 s phase) and one with the default RS(4,2), 24 MiB of state
+  # each, read back by a fresh process and compared byte for byte. The figures are printed, not
+  # asserted (the matrix: ci/bench-adaptive.sh). Results under target/adaptive-quick/ (not committed).
+  step "Adaptive mode benchmark, quick variant: ci/bench-adaptive.sh --quick (the matrix: ci/bench-adaptive.sh)"
+  t0=$SECONDS
+  FRAGSTATE_BENCH_SKIP_BUILD=1 FRAGSTATE_CARGO_PROFILE=ci ci/bench-adaptive.sh --quick \
+    --out "target/adaptive-quick/$(date -u +%Y%m%d-%H%M%S)"
+  echo "adaptive quick variant took $((SECONDS - t0)) s"
+
   # the checkpoint-interval controller's quick variant (issue 15): ci/tune-eval.sh --quick on the
   # jars just built: fragstate tune beside the Traffic Monitoring job for 3 minutes (the Daedalus
   # profile compressed), fitted to the committed failure experiments, one kill -9; the run must

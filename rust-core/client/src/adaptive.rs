@@ -68,9 +68,20 @@ struct State {
     phases_changed: u64,
     /// Smoothed bytes per second of the writer's own encoding.
     codec_bytes_per_s: Option<f64>,
+    /// Smoothed wire bytes per second of whole object uploads (first send to last ack).
+    upload_bytes_per_s: Option<f64>,
     /// The last zstd sample, and whether this phase still needs one.
     zstd: Option<ZstdSample>,
     sample_wanted: bool,
+}
+
+/// Folds `bytes` in `seconds` into a moving average (new samples weigh 0.2); empty samples are ignored.
+fn smooth(avg: &mut Option<f64>, bytes: u64, seconds: f64) {
+    if bytes == 0 || seconds.is_nan() || seconds <= 0.0 {
+        return;
+    }
+    let rate = bytes as f64 / seconds;
+    *avg = Some(avg.map_or(rate, |r| 0.8 * r + 0.2 * rate));
 }
 
 pub(crate) struct Adaptive {
@@ -111,6 +122,7 @@ impl Adaptive {
             last: None,
             phases_changed: 0,
             codec_bytes_per_s: None,
+            upload_bytes_per_s: None,
             zstd: None,
             sample_wanted: true,
         };
@@ -151,6 +163,7 @@ impl Adaptive {
             bounds: &self.bounds,
             state_bytes: (bytes_written.saturating_sub(s.bytes_at_start) as f64).max(MIN_STATE_BYTES),
             policy: self.policy,
+            link_bytes_per_s: s.upload_bytes_per_s,
         };
         let d = decide_phase(&input, reader);
         let speeds: Vec<String> = nodes
@@ -187,12 +200,13 @@ impl Adaptive {
 
     /// The writer encoded `bytes` in `seconds`.
     pub fn observe_encode(&self, bytes: usize, seconds: f64) {
-        if bytes == 0 || seconds.is_nan() || seconds <= 0.0 {
-            return;
-        }
-        let rate = bytes as f64 / seconds;
-        let mut s = self.lock();
-        s.codec_bytes_per_s = Some(s.codec_bytes_per_s.map_or(rate, |r| 0.8 * r + 0.2 * rate));
+        smooth(&mut self.lock().codec_bytes_per_s, bytes as u64, seconds);
+    }
+
+    /// An object's fragments, `wire_bytes` in all, went out in `seconds`
+    /// from its first send to its last acknowledgement.
+    pub fn observe_object_upload(&self, wire_bytes: u64, seconds: f64) {
+        smooth(&mut self.lock().upload_bytes_per_s, wire_bytes, seconds);
     }
 
     /// Offers a stripe's data as this phase's compressibility sample (taken once a phase).

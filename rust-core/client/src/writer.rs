@@ -36,6 +36,8 @@ pub struct ObjectWriter {
     /// Per fragment: bytes sent to its holder and the time spent in those
     /// sends, measuring the holder for adaptive mode at commit.
     upload: Vec<Upload>,
+    /// When the first stripe went out: the object's upload span starts there.
+    first_send: Option<Instant>,
     buf: BytesMut,
     stripes: Vec<StripeInfo>,
     length: u64,
@@ -83,6 +85,7 @@ impl ObjectWriter {
             sinks: Vec::new(),
             failed: HashSet::new(),
             upload: vec![Upload::default(); params.fragments()],
+            first_send: None,
             stripes: Vec::new(),
             length: 0,
             started: Instant::now(),
@@ -196,6 +199,7 @@ impl ObjectWriter {
     }
 
     async fn send_stripe(&mut self, s: u32, enc: &EncodedStripe) -> Result<()> {
+        self.first_send.get_or_insert_with(Instant::now);
         let puts = self.sinks.iter_mut().enumerate().map(|(i, sink)| async move {
             let t = Instant::now();
             let r = sink.put_cell(s, enc.info.cell_checksums[i], enc.cells[i].clone()).await;
@@ -332,13 +336,16 @@ impl ObjectWriter {
     /// In adaptive mode, every holder's upload (sends and ack) as a speed
     /// sample of it; off, only reads measure peers, as before adaptive mode.
     fn observe_uploads(&self) {
-        if self.ctx.adaptive.is_none() {
-            return;
-        }
+        let Some(a) = &self.ctx.adaptive else { return };
         for (node, u) in self.holders.iter().zip(&self.upload) {
             if u.bytes >= MIN_MEASURED_UPLOAD {
                 self.ctx.peer_speeds.observe(node, u.bytes, u.seconds);
             }
+        }
+        // the whole object: every fragment's bytes from the first send to the last ack
+        let wire: u64 = self.upload.iter().map(|u| u.bytes).sum();
+        if let Some(t) = self.first_send.filter(|_| wire >= MIN_MEASURED_UPLOAD * self.upload.len() as u64) {
+            a.observe_object_upload(wire, t.elapsed().as_secs_f64());
         }
     }
 

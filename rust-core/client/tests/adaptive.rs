@@ -85,3 +85,26 @@ fn bad_adaptive_settings_are_errors_naming_the_value_and_the_range() {
     let e = Client::new(Mesh::in_memory(8, u64::MAX), adaptive(Duration::from_secs(60), f64::NAN)).err().unwrap().to_string();
     assert!(e.contains("NaN"), "{e}");
 }
+
+#[test]
+fn a_holder_that_becomes_slow_mid_run_loses_its_data_fragments() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(8, u64::MAX);
+        let ids = mesh.node_ids();
+        let c = Client::new(mesh.clone(), adaptive(Duration::from_secs(3600), 1.5)).unwrap();
+        let data = payload(4 << 20, 5);
+        for i in 0..6 {
+            write(&c, &format!("before-{i}"), &data, 1 << 20).await;
+        }
+        // its link degrades: the smoothed estimate falls below half the median within a few fragments
+        mesh.slow_down(&ids[3], Duration::from_millis(5)).unwrap();
+        let mut last = Vec::new();
+        for i in 0..12 {
+            let man = write(&c, &format!("after-{i}"), &data, 1 << 20).await;
+            last.push(man.holders[..man.params.k()].contains(&ids[3]));
+        }
+        assert!(c.stats().holders_moved_to_parity > 0, "{:?}", c.stats());
+        // the estimate is smoothed (a new sample weighs 0.2): about four fragments before it counts as slow
+        assert!(last[8..].iter().all(|&data_on_slow| !data_on_slow), "the slow node still took data fragments late in the run: {last:?}");
+    });
+}

@@ -18,14 +18,18 @@
 //!   replaces the configured parameters only when it is predicted at least
 //!   [`MIN_GAIN`] faster, so noise in the estimates does not flip settings.
 //!
-//! What the estimates mean. A writer measures each peer while it uploads to
-//! `k + m` of them at once, so a peer's rate is the smaller of the peer's own
-//! link and the writer's link shared by the concurrent transfers. The model
-//! therefore takes the writer's link as the sum of the `k + m` (configured)
-//! fastest estimates, and a peer within [`SLOW_FACTOR`] of the fastest as
-//! bound by that shared link, not by its own (its own is unknown, and at least
-//! what was measured); only a clearly slower peer is bound by its own rate.
-//! The restoring TaskManager is assumed to have a link like the writer's.
+//! What the estimates mean. A writer measures each peer by the time it spends
+//! in that peer's sends and acknowledgement while it uploads to `k + m` of them
+//! at once. A slow peer fills its socket buffers and shows its own rate; a fast
+//! one's bytes mostly vanish into buffers, so its rate is an overestimate and
+//! only says "not slow". The writer's link is therefore measured over whole
+//! objects (all wire bytes from the first send to the last acknowledgement,
+//! [`PhaseInput::link_bytes_per_s`]; an underestimate when a slow holder paces
+//! the stripes, which errs towards compression), and only without that taken
+//! as the sum of the `k + m` fastest estimates. A peer within [`SLOW_FACTOR`]
+//! of the fastest counts as bound by the shared link, not its own; only a
+//! clearly slower peer is bound by its own rate. The restoring TaskManager is
+//! assumed to have a link like the writer's.
 //! Nodes without a trusted estimate count at the median of those with one;
 //! with fewer than [`MIN_MEASURED_NODES`] measured, the configured parameters
 //! are kept (the decision says so).
@@ -37,7 +41,7 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::params::{CodingParams, Compression};
 use crate::placement::{self, NodeInfo, PlacementPolicy};
-use crate::restore_model::{choose_params_over, mean_over_single_losses, AdaptiveBounds, Holder, PeerEstimate, ReaderFigures};
+use crate::restore_model::{choose_params_over, mean_over_single_losses, predict_restore, AdaptiveBounds, Holder, PeerEstimate, ReaderFigures};
 
 /// A holder this many times slower than the median of an object's holders takes parity.
 pub const SLOW_FACTOR: f64 = 2.0;
@@ -97,6 +101,9 @@ pub struct PhaseInput<'a> {
     pub state_bytes: f64,
     /// The placement policy of new objects.
     pub policy: PlacementPolicy,
+    /// The writer's link as measured over whole object uploads (wire bytes
+    /// from the first send to the last ack); `None`: [`link_estimate`].
+    pub link_bytes_per_s: Option<f64>,
 }
 
 /// The parameters of a phase and why.
@@ -111,6 +118,9 @@ pub struct PhaseDecision {
     pub predicted_restore_s: f64,
     /// The configured parameters' predicted mean restore, same measurements.
     pub configured_restore_s: f64,
+    /// The phase's parameters' predicted restore with every holder up (what a
+    /// restore after the writer's own loss reads; `ci/bench-adaptive.sh` measures it).
+    pub predicted_intact_s: f64,
     /// Candidates with a trusted estimate / all candidates.
     pub measured_nodes: usize,
     /// Live candidates.
@@ -136,12 +146,13 @@ pub fn link_estimate(speeds: &[Option<f64>], concurrent: usize) -> f64 {
 pub fn decide_phase(input: &PhaseInput<'_>, reader: impl Fn(Compression) -> ReaderFigures) -> PhaseDecision {
     let speeds = trusted_speeds(input.estimates, input.now_unix_ms);
     let measured = speeds.iter().flatten().count();
-    let link = link_estimate(&speeds, input.configured.fragments());
+    let link = input.link_bytes_per_s.filter(|l| *l > 0.0).unwrap_or_else(|| link_estimate(&speeds, input.configured.fragments()));
     let keep = |reason: String, configured_restore_s: f64, considered: usize| PhaseDecision {
         phase: input.phase,
         params: input.configured,
         predicted_restore_s: configured_restore_s,
         configured_restore_s,
+        predicted_intact_s: f64::NAN,
         measured_nodes: measured,
         candidate_nodes: input.candidates.len(),
         link_bytes_per_s: link,
@@ -164,11 +175,20 @@ pub fn decide_phase(input: &PhaseInput<'_>, reader: impl Fn(Compression) -> Read
         }
         ls.iter().map(|l| mean_over_single_losses(input.state_bytes, p, l, &reader(p.compression()))).sum::<f64>() / ls.len() as f64
     };
+    let intact = |p: &CodingParams| {
+        let ls = layouts(p);
+        let each: Vec<f64> = ls
+            .iter()
+            .filter_map(|l| predict_restore(input.state_bytes, p, &l.iter().copied().map(Some).collect::<Vec<_>>(), &reader(p.compression())))
+            .map(|r| r.seconds)
+            .collect();
+        if each.is_empty() { f64::NAN } else { each.iter().sum::<f64>() / each.len() as f64 }
+    };
     let configured_restore_s = score(&input.configured);
     let choice: Result<_> = choose_params_over(input.state_bytes, input.candidates.len(), input.bounds, reader, layouts);
     // NaN (the configured setting cannot be placed now) never blocks a change
     let beats_configured = |s: f64| configured_restore_s.is_nan() || s < configured_restore_s * (1.0 - MIN_GAIN);
-    match choice {
+    let decision = match choice {
         Err(e) => keep(e.to_string(), configured_restore_s, 0),
         Ok(c) if !beats_configured(c.mean_restore_s) => {
             keep(format!("configured is within {:.0} % of the best ({})", MIN_GAIN * 100.0, describe(&c.params)), configured_restore_s, c.considered)
@@ -182,9 +202,11 @@ pub fn decide_phase(input: &PhaseInput<'_>, reader: impl Fn(Compression) -> Read
             candidate_nodes: input.candidates.len(),
             link_bytes_per_s: link,
             considered: c.considered,
+            predicted_intact_s: f64::NAN,
             reason: "chosen".into(),
         },
-    }
+    };
+    PhaseDecision { predicted_intact_s: intact(&decision.params), ..decision }
 }
 
 /// The holders placement gives the sample keys for `params`, in the order

@@ -45,6 +45,7 @@ fn input<'a>(candidates: &'a [NodeInfo], estimates: &'a [Option<PeerEstimate>], 
         bounds,
         state_bytes: 300e6,
         policy: PlacementPolicy::default(),
+        link_bytes_per_s: None,
     }
 }
 
@@ -138,4 +139,20 @@ fn compression_is_chosen_only_on_slow_links_for_compressible_state() {
 #[test]
 fn describe_names_the_setting() {
     assert_eq!(describe(&CodingParams::default()), "RS(4,2) 1024 KiB cells, none");
+}
+
+#[test]
+fn a_measured_link_replaces_the_sum_of_the_estimates_and_makes_compression_pay() {
+    // fast peers' upload estimates overstate the link (socket buffers): 8 × 100 MB/s
+    let c = nodes(7);
+    let e = vec![est(100e6); 7];
+    let b = bounds(1.5);
+    let compressible = |cmp: Compression| ReaderFigures { compression_ratio: if cmp == Compression::None { 1.0 } else { 0.5 }, decompress_bytes_per_s: 1e9, ..reader(cmp) };
+    let guessed = decide_phase(&input(&c, &e, &b), compressible);
+    assert!((guessed.link_bytes_per_s - 600e6).abs() < 1.0, "{guessed:?}");
+    // whole uploads measured at 1 Gbit/s: the link bounds the restore, zstd halves it
+    let measured = decide_phase(&PhaseInput { link_bytes_per_s: Some(GBIT), ..input(&c, &e, &b) }, compressible);
+    assert_eq!(measured.link_bytes_per_s, GBIT);
+    assert_eq!(measured.params.compression(), Compression::Zstd { level: 1 }, "{measured:?}");
+    assert!(measured.predicted_intact_s > 0.0 && measured.predicted_intact_s <= measured.predicted_restore_s + 1e-9, "{measured:?}");
 }

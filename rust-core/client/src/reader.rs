@@ -6,6 +6,7 @@
 use std::collections::{BTreeSet, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use bytes::Bytes;
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -30,6 +31,8 @@ pub(crate) struct FetchedStripe {
     pub cells: Vec<Option<Bytes>>,
     pub served_by: Vec<NodeId>,
     pub reconstructed: bool,
+    /// The hedge delay passed before `k` good cells were in: every other holder was asked.
+    pub hedged: bool,
 }
 
 /// One object's fragments as seen by a fetch: its path, write, holders and codec.
@@ -84,14 +87,20 @@ impl FragmentSet<'_> {
         let mut cells: Vec<Option<Bytes>> = vec![None; n];
         let mut served_by = Vec::with_capacity(k);
         let mut good = 0usize;
+        // Per fragment, when its request went out (µs after `t0`, + 1; 0: none pending).
+        let t0 = Instant::now();
+        let pending: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
         let mut inflight = FuturesUnordered::new();
         let request = |i: usize| {
             let node = self.holders[i].clone();
             let key = self.key(i);
+            let pending = &pending[i];
             async move {
                 let _permit = ctx.requests.acquire().await.expect("the request semaphore is never closed");
-                let asked = std::time::Instant::now();
+                pending.store(t0.elapsed().as_micros() as u64 + 1, Ordering::Relaxed);
+                let asked = Instant::now();
                 let r = timed(ctx, &node, ctx.transport.get_cell(&node, &key, stripe, cell_len)).await;
+                pending.store(0, Ordering::Relaxed);
                 if let Ok(cell) = &r {
                     ctx.peer_speeds.observe(&node, cell.len() as u64, asked.elapsed().as_secs_f64());
                 }
@@ -164,11 +173,22 @@ impl FragmentSet<'_> {
                 }
             }
         }
+        // Requests still pending are dropped now. Their holders count as having
+        // taken at least the time waited for the cell: without this sample a
+        // holder too slow to ever win the race is never measured, stays first
+        // in the fetch order, and every stripe waits out the hedge delay.
+        let now = t0.elapsed().as_micros() as u64 + 1;
+        for (i, p) in pending.iter().enumerate() {
+            let since = p.load(Ordering::Relaxed);
+            if since > 0 {
+                ctx.peer_speeds.observe(&self.holders[i], cell_len as u64, now.saturating_sub(since) as f64 / 1e6);
+            }
+        }
         let reconstructed = cells[..k].iter().any(Option::is_none);
         if reconstructed {
             bump(&ctx.counters.stripes_reconstructed, 1);
         }
-        Ok(FetchedStripe { cells, served_by, reconstructed })
+        Ok(FetchedStripe { cells, served_by, reconstructed, hedged })
     }
 }
 
@@ -199,6 +219,8 @@ fn sorted(mut v: Vec<usize>) -> Vec<usize> {
 pub struct ReadStats {
     pub stripes: u64,
     pub reconstructed_stripes: u64,
+    /// Stripes that waited out the hedge delay (a holder asked first was slow or gone).
+    pub hedged_stripes: u64,
     pub cells: u64,
     pub bytes_fetched: u64,
     /// Distinct nodes that served at least one cell.
@@ -221,6 +243,7 @@ impl Object {
         let mut st = stats.lock().unwrap_or_else(|p| p.into_inner());
         st.stripes += 1;
         st.reconstructed_stripes += fetched.reconstructed as u64;
+        st.hedged_stripes += fetched.hedged as u64;
         st.cells += fetched.served_by.len() as u64;
         st.bytes_fetched += fetched.cells.iter().flatten().map(|c| c.len() as u64).sum::<u64>();
         st.peers.extend(fetched.served_by);

@@ -306,6 +306,29 @@ fn reads_learn_a_slow_data_holder_and_ask_a_parity_holder_instead() {
 }
 
 #[test]
+fn a_holder_too_slow_to_ever_answer_in_time_is_measured_by_the_wait_and_asked_last() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(6, u64::MAX);
+        // hedging after 20 ms: the parity holders always answer before the slowed data holder
+        let cfg = ClientConfig { params: params(4, 2), hedge: 0, hedge_delay: Duration::from_millis(20), ..ClientConfig::default() };
+        let c = Client::new(mesh.clone(), cfg).unwrap();
+        let data = payload(16 * 4 * CELL as usize, 11);
+        let man = write(&c, "obj", &data, 1 << 16).await;
+        mesh.slow_down(&man.holders[1], Duration::from_millis(500)).unwrap();
+        let mut r = c.open("obj").await.unwrap();
+        assert_eq!(r.read_to_end().await.unwrap(), data);
+        let first = r.stats();
+        assert!(first.hedged_stripes > 0 && !first.peers.contains(&man.holders[1]), "{first:?}");
+        // the dropped requests measured it: now it is asked last, and no stripe waits for the hedge
+        let mut r = c.open("obj").await.unwrap();
+        assert_eq!(r.read_to_end().await.unwrap(), data);
+        let st = r.stats();
+        assert_eq!(st.hedged_stripes, 0, "{st:?}");
+        assert_eq!(st.reconstructed_stripes, 16, "{st:?}");
+    });
+}
+
+#[test]
 fn with_m_holders_dead_a_live_holder_that_fails_a_request_is_asked_again() {
     rt().block_on(async {
         let mesh = Mesh::in_memory(7, u64::MAX);

@@ -141,9 +141,13 @@ def results_md(rows, ver):
             ad = next(r for r in rows if r["setting"] == s and r["config"] == "adaptive")
             intact = d.get("predictedIntactS")
             check = ""
-            if intact is not None and ad["restoreMedianS"]:
-                check = (f" The model against the measurement: predicted {intact:.2f} s with every holder up, "
-                         f"measured {ad['restoreMedianS']:.2f} s ({ad['restoreMedianS'] / intact:.1f}×).")
+            if intact is not None and ad["restoreMedianS"] and d.get("stateBytes") and ad["stateBytes"]:
+                # the decision predicts the restore of the bytes of its phase before; every term of the
+                # model is proportional to the state size
+                scaled = intact * ad["stateBytes"] / d["stateBytes"]
+                check = (f" The model against the measurement: {scaled:.2f} s predicted for the {ad['stateBytes'] / 2**20:.0f} MiB "
+                         f"with every holder up ({intact:.2f} s for the {d['stateBytes'] / 2**20:.0f} MiB the decision saw, scaled), "
+                         f"{ad['restoreMedianS']:.2f} s measured ({ad['restoreMedianS'] / scaled:.2f}×).")
             lines += ["", f"Adaptive's last decision: phase {d['phase']}, {d['reason']}; predicted mean over single-holder losses "
                       f"{d['predictedRestoreS']:.2f} s vs the configured setting's {d['configuredRestoreS']:.2f} s; "
                       f"{d['measuredNodes']} of {d['candidateNodes']} nodes measured; link taken as {d['linkBytesPerS'] / 1e6:.0f} MB/s.{check}"]

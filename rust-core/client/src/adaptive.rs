@@ -181,6 +181,7 @@ impl Adaptive {
             link_mb_per_s = d.link_bytes_per_s / 1e6,
             codec_mb_per_s = codec / 1e6,
             zstd_ratio = zstd.map(|z| z.ratio),
+            zstd_decompress_mb_per_s = zstd.map(|z| z.decompress_bytes_per_s / 1e6),
             state_bytes = input.state_bytes as u64,
             estimates = %speeds.join(","),
             reason = %d.reason,

@@ -127,6 +127,9 @@ pub struct PhaseDecision {
     pub candidate_nodes: usize,
     /// The writer's link as the model takes it (bytes per second).
     pub link_bytes_per_s: f64,
+    /// The state size the restore times are predicted for (bytes; every
+    /// term of the model is proportional to it, so the choice is not).
+    pub state_bytes: f64,
     /// Settings scored.
     pub considered: usize,
     /// `chosen`, `configured is within MIN_GAIN`, `too few measured nodes` or the error that kept the configured ones.
@@ -156,6 +159,7 @@ pub fn decide_phase(input: &PhaseInput<'_>, reader: impl Fn(Compression) -> Read
         measured_nodes: measured,
         candidate_nodes: input.candidates.len(),
         link_bytes_per_s: link,
+        state_bytes: input.state_bytes,
         considered,
         reason,
     };
@@ -201,6 +205,7 @@ pub fn decide_phase(input: &PhaseInput<'_>, reader: impl Fn(Compression) -> Read
             measured_nodes: measured,
             candidate_nodes: input.candidates.len(),
             link_bytes_per_s: link,
+            state_bytes: input.state_bytes,
             considered: c.considered,
             predicted_intact_s: f64::NAN,
             reason: "chosen".into(),

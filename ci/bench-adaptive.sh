@@ -195,6 +195,7 @@ d = pathlib.Path(sys.argv[1])
 w = json.loads((d / "write.json").read_text())
 reads = [json.loads(p.read_text())["seconds"] for p in sorted(d.glob("read-*.json")) if p.stat().st_size]
 a = w["client"].get("adaptive") or {}
+a = a if a.get("lastDecision") else {}
 print(f"  {d.name:18} write {w['writeSeconds']:6.1f} s   restore median {statistics.median(reads) if reads else float('nan'):6.2f} s of {len(reads)}"
       + (f"   chosen: {a['lastDecision']['reason']} {a['dataFragments']}+{a['parityFragments']} cells {a['cellSize'] >> 10} KiB zstd {a['zstdLevel']}" if a else ""))
 EOF

@@ -34,10 +34,13 @@ const DEFAULT_CODEC_BYTES_PER_S: f64 = 1e9;
 /// The state size a decision assumes at least (bytes).
 const MIN_STATE_BYTES: f64 = (1 << 20) as f64;
 
-/// What adaptive mode did, for stats and metrics (0 while off or undecided).
+/// What adaptive mode did, for stats and metrics (all 0 while off or undecided,
+/// so that every gauge exists in either mode).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AdaptiveStats {
+    /// Adaptive mode is on.
+    pub enabled: bool,
     /// Phases decided.
     pub phase: u64,
     /// Phases whose parameters differ from the configured ones.
@@ -227,6 +230,7 @@ impl Adaptive {
         let s = self.lock();
         let ms = |x: f64| if x.is_finite() { (x * 1e3) as u64 } else { 0 };
         AdaptiveStats {
+            enabled: true,
             phase: s.phase,
             phases_changed: s.phases_changed,
             data_fragments: s.params.k() as u64,

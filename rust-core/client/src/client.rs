@@ -57,8 +57,8 @@ pub struct ClientStats {
     pub peers_fetched_from: u64,
     /// Holders of new objects moved to a parity position for being measured slow (adaptive mode).
     pub holders_moved_to_parity: u64,
-    /// Adaptive mode's phase and decision; `None` when it is off.
-    pub adaptive: Option<AdaptiveStats>,
+    /// Adaptive mode's phase and decision (`enabled` false and zeros when it is off).
+    pub adaptive: AdaptiveStats,
 }
 
 #[derive(Clone)]
@@ -253,7 +253,7 @@ impl Client {
             stripe_buffers_allocated: g(&self.ctx.stripe_buffers.allocated),
             peers_fetched_from: c.fetch_sources.lock().unwrap_or_else(|p| p.into_inner()).len() as u64,
             holders_moved_to_parity: g(&c.holders_moved_to_parity),
-            adaptive: self.ctx.adaptive.as_ref().map(|a| a.stats()),
+            adaptive: self.ctx.adaptive.as_ref().map(|a| a.stats()).unwrap_or_default(),
         }
     }
 }

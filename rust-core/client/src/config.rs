@@ -88,7 +88,7 @@ impl ClientConfig {
             if !ADAPTIVE_PHASE_MS.contains(&ms) {
                 return Err(Error::invalid("adaptive phase", format!("{ms} ms"), format!("{} ms ≤ phase ≤ {} ms", ADAPTIVE_PHASE_MS.start(), ADAPTIVE_PHASE_MS.end())));
             }
-            let own = self.params.fragments() as f64 / self.params.k() as f64;
+            let own = self.params.storage_overhead();
             if !(a.max_storage_overhead >= own - 1e-9 && a.max_storage_overhead <= MAX_STORAGE_OVERHEAD) {
                 return Err(Error::invalid(
                     "adaptive max storage overhead",

@@ -53,7 +53,7 @@ fn slow_holders_take_parity_and_the_next_phase_is_decided_from_the_measurements(
         let d = st.last_decision.clone().unwrap();
         assert_eq!(st.phase, 2, "{st:?}");
         assert_eq!(d.measured_nodes, 8, "{d:?}");
-        assert!(d.params.m() >= 2 && d.params.fragments() as f64 / d.params.k() as f64 <= 1.5 + 1e-9, "{d:?}");
+        assert!(d.params.m() >= 2 && d.params.storage_overhead() <= 1.5 + 1e-9, "{d:?}");
         assert!(d.predicted_restore_s <= d.configured_restore_s, "{d:?}");
         assert_eq!(man.params, d.params, "the phase's parameters are the new object's");
         // objects of both phases read back exactly

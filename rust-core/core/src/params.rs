@@ -116,6 +116,10 @@ impl CodingParams {
     pub fn fragments(&self) -> usize {
         self.k() + self.m()
     }
+    /// Stored bytes per object byte, `(k + m) / k` (before compression).
+    pub fn storage_overhead(&self) -> f64 {
+        self.fragments() as f64 / self.k() as f64
+    }
     /// Largest cell in bytes, [`MIN_CELL_SIZE`] ..= [`MAX_CELL_SIZE`]; cells
     /// of a short or compressed stripe are shorter.
     pub fn cell_size(&self) -> usize {

@@ -364,7 +364,7 @@ mod tests {
         let mut nodes = vec![node(GBIT); 6];
         nodes.extend([node(20.0 * MBIT); 2]);
         let c = choose_params(300e6, &nodes, &bounds(), reader).unwrap();
-        assert!(c.params.m() >= 2 && (c.params.k() + c.params.m()) as f64 / c.params.k() as f64 <= 2.0, "{c:?}");
+        assert!(c.params.m() >= 2 && c.params.storage_overhead() <= 2.0, "{c:?}");
         // The default RS(4,2) on nodes taken in any order may put a slow node among the data.
         let mut default_slow = vec![Some(node(20.0 * MBIT)), Some(node(GBIT)), Some(node(GBIT)), Some(node(GBIT)), Some(node(20.0 * MBIT)), Some(node(GBIT))];
         let d = predict_restore(300e6, &rs(4, 2), &default_slow, &reader(Compression::None)).unwrap();

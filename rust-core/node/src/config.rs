@@ -153,7 +153,7 @@ impl NodeConfig {
         let params = self.coding_params()?;
         let adaptive = (self.adaptive == Adaptive::On).then(|| AdaptiveConfig {
             phase: std::time::Duration::from_millis(self.adaptive_phase_ms),
-            max_storage_overhead: self.adaptive_max_storage_overhead.unwrap_or(params.fragments() as f64 / params.k() as f64),
+            max_storage_overhead: self.adaptive_max_storage_overhead.unwrap_or(params.storage_overhead()),
         });
         let cfg = ClientConfig { params, read_ahead: self.read_ahead, hedge: params.m().min(1), adaptive, ..ClientConfig::default() };
         cfg.validate()?;

@@ -172,7 +172,7 @@ pub(crate) fn bench_net(a: BenchNetArgs) -> Result<()> {
             println!("  raw stream read, 1 peer          {:8.1} MB/s", raw1);
             println!("  raw stream read, {} peers         {:8.1} MB/s", params.k(), rawk);
             println!("  raw stream write, {} peers        {:8.1} MB/s", params.fragments(), raww);
-            println!("  fragstate write (object bytes)   {:8.1} MB/s  ({:.2} s; wire bytes ×{:.2})", mb(a.size, wt), wt.as_secs_f64(), params.fragments() as f64 / params.k() as f64);
+            println!("  fragstate write (object bytes)   {:8.1} MB/s  ({:.2} s; wire bytes ×{:.2})", mb(a.size, wt), wt.as_secs_f64(), params.storage_overhead());
             println!(
                 "  fragstate read, {} peers          {:8.1} MB/s  ({:.2} s; hedge {}, read-ahead {}: {:.0} MB fetched)",
                 params.k(),
@@ -186,7 +186,7 @@ pub(crate) fn bench_net(a: BenchNetArgs) -> Result<()> {
             println!(
                 "  read vs raw (k peers): {:.0} %   write wire bytes vs raw write: {:.0} %",
                 100.0 * mb(a.size, rt) / rawk,
-                100.0 * mb(a.size, wt) * params.fragments() as f64 / params.k() as f64 / raww
+                100.0 * mb(a.size, wt) * params.storage_overhead() / raww
             );
             node.shutdown().await;
             Ok::<_, Error>(())

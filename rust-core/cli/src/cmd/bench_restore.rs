@@ -120,8 +120,7 @@ fn write(a: WriteArgs) -> Result<()> {
             let mut c = client(&node, &a.cluster, Some(&a.coding))?;
             if a.adaptive {
                 let mut cfg = c.config().clone();
-                let own = params.fragments() as f64 / params.k() as f64;
-                cfg.adaptive = Some(AdaptiveConfig { phase: a.phase, max_storage_overhead: a.max_storage_overhead.unwrap_or(own) });
+                cfg.adaptive = Some(AdaptiveConfig { phase: a.phase, max_storage_overhead: a.max_storage_overhead.unwrap_or(params.storage_overhead()) });
                 c = Client::new(Arc::new(node.clone()), cfg)?;
             }
             let started = Instant::now();

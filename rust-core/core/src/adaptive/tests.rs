@@ -114,7 +114,7 @@ fn two_slow_nodes_of_seven_get_more_parity_within_the_budget() {
     let b = bounds(2.0);
     let d = decide_phase(&input(&c, &e, &b), reader);
     assert_eq!(d.reason, "chosen", "{d:?}");
-    assert!(d.params.m() >= 2 && d.params.fragments() as f64 / d.params.k() as f64 <= 2.0, "{d:?}");
+    assert!(d.params.m() >= 2 && d.params.storage_overhead() <= 2.0, "{d:?}");
     assert!(d.predicted_restore_s < 0.5 * d.configured_restore_s, "{d:?}");
     // with the configured storage budget (1.5) only RS(4,2) fits on 7 nodes: kept, the slow ones
     // then take parity through data_first (already in the configured prediction)

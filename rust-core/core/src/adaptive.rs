@@ -41,7 +41,7 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::params::{CodingParams, Compression};
 use crate::placement::{self, NodeInfo, PlacementPolicy};
-use crate::restore_model::{choose_params_over, mean_over_single_losses, predict_restore, AdaptiveBounds, Holder, PeerEstimate, ReaderFigures};
+use crate::restore_model::{choose_params_over, mean_over_single_losses, median, predict_restore, AdaptiveBounds, Holder, PeerEstimate, ReaderFigures};
 
 /// A holder this many times slower than the median of an object's holders takes parity.
 pub const SLOW_FACTOR: f64 = 2.0;
@@ -56,14 +56,6 @@ pub const MIN_MEASURED_NODES: usize = 2;
 /// few samples or too old).
 pub fn trusted_speeds(estimates: &[Option<PeerEstimate>], now_unix_ms: u64) -> Vec<Option<f64>> {
     estimates.iter().map(|e| e.filter(|e| e.trusted(now_unix_ms)).map(|e| e.bytes_per_s)).collect()
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(v[v.len() / 2])
 }
 
 /// `nodes` (placement's holders, fragment order) with the slow ones moved to

@@ -85,6 +85,12 @@ pub const PARITY_PENALTY: f64 = 1.5;
 /// mesh, loopback) they differ by scheduler noise, not by the peers' links.
 pub const TIMING_FLOOR_S: f64 = 0.002;
 
+/// The (upper) median of `v`; `None` when empty.
+pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
 /// The order in which a reader asks the holders of one stripe for their
 /// cells: positions in `holders` (fragment order, the first `k` data; `None`:
 /// lost, left out). Without trusted estimates (fewer than
@@ -97,13 +103,9 @@ pub const TIMING_FLOOR_S: f64 = 0.002;
 pub fn fetch_order(k: usize, cell_bytes: f64, holders: &[Option<Option<PeerEstimate>>], now_unix_ms: u64) -> Vec<usize> {
     let trusted = |e: &PeerEstimate| e.trusted(now_unix_ms);
     let cost = |e: &PeerEstimate| (cell_bytes / e.bytes_per_s + e.rtt_s).max(TIMING_FLOOR_S);
-    let mut known: Vec<f64> = holders.iter().flatten().flatten().filter(|e| trusted(e)).map(cost).collect();
+    let known: Vec<f64> = holders.iter().flatten().flatten().filter(|e| trusted(e)).map(cost).collect();
     let live: Vec<usize> = holders.iter().enumerate().filter(|(_, h)| h.is_some()).map(|(i, _)| i).collect();
-    if known.is_empty() {
-        return live;
-    }
-    known.sort_by(f64::total_cmp);
-    let median = known[known.len() / 2];
+    let Some(median) = median(known) else { return live };
     let mut costed: Vec<(f64, usize)> = live
         .into_iter()
         .map(|i| {

@@ -99,8 +99,7 @@ pub(crate) struct Ctx {
 impl Ctx {
     /// The holders of a new object `key` with `params`, among the nodes live now.
     pub fn place_new_object(&self, key: &[u8], params: CodingParams) -> Result<Placement> {
-        let avoid: HashSet<NodeId> = self.cfg.exclude_node.iter().cloned().collect();
-        placement::place(key, &self.candidates(), params.fragments(), &avoid, &HashSet::new(), self.cfg.placement, (params.k(), params.m()))
+        placement::place(key, &self.candidates(), params.fragments(), &HashSet::new(), &HashSet::new(), self.cfg.placement, (params.k(), params.m()))
     }
 
     /// Live storage nodes a new object may go to (the excluded node left out).

@@ -18,7 +18,7 @@ use fragstate_core::version::WriteVersion;
 use crate::adaptive::{Adaptive, AdaptiveStats};
 use crate::buffers::StripeBuffers;
 use crate::config::ClientConfig;
-use crate::ctx::{bump, broadcast_delete, timed, Counters, Ctx, PeerSpeeds};
+use crate::ctx::{bump, broadcast_delete, timed, Counters, Ctx, InflightBytes, PeerSpeeds};
 use crate::reader::ObjectReader;
 use crate::transport::Transport;
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
@@ -70,11 +70,13 @@ impl Client {
     pub fn new(transport: Arc<dyn Transport>, cfg: ClientConfig) -> Result<Self> {
         cfg.validate()?;
         let requests = Semaphore::new(cfg.max_inflight_requests);
+        let inflight_bytes = InflightBytes::new(cfg.max_inflight_bytes);
         let adaptive = Adaptive::new(&cfg);
         let ctx = Ctx {
             transport,
             cfg,
             requests,
+            inflight_bytes,
             counters: Counters::default(),
             stripe_buffers: StripeBuffers::default(),
             reports_in_flight: Arc::default(),

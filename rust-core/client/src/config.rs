@@ -9,6 +9,8 @@ use fragstate_core::placement::PlacementPolicy;
 
 /// Stripes a reader may fetch ahead of the one being read.
 pub const READ_AHEAD: std::ops::RangeInclusive<usize> = 1..=64;
+/// Allowed [`ClientConfig::max_inflight_bytes`]: 64 KiB to 4 GiB.
+pub const MAX_INFLIGHT_BYTES: std::ops::RangeInclusive<u64> = (64 << 10)..=(4 << 30);
 /// Phase lengths of adaptive mode, in milliseconds: 1 s to one day.
 pub const ADAPTIVE_PHASE_MS: std::ops::RangeInclusive<u64> = 1_000..=86_400_000;
 /// The largest storage overhead `(k + m) / k` adaptive mode may be allowed.
@@ -31,7 +33,8 @@ pub struct AdaptiveConfig {
 pub struct ClientConfig {
     /// Coding parameters of new objects.
     pub params: CodingParams,
-    /// Stripes a reader fetches ahead of the one being read (1 to 64).
+    /// Stripes a reader fetches ahead of the one being read (1 to 64), as
+    /// far as [`Self::max_inflight_bytes`] allows.
     pub read_ahead: usize,
     /// Cells asked for beyond the `k` needed, at once (0 to m).
     pub hedge: usize,
@@ -41,6 +44,11 @@ pub struct ClientConfig {
     pub request_timeout: Duration,
     /// Cell requests in flight per client; shared fairly (FIFO) by all readers.
     pub max_inflight_requests: usize,
+    /// Stored bytes of stripes requested and not yet arrived, all readers of
+    /// the client together (FIFO; a stripe larger than this goes alone):
+    /// enough to keep a link busy, little enough that its queue stays short
+    /// ([`fragstate_core::restore_model::READ_AHEAD_BYTES`] says what more cost).
+    pub max_inflight_bytes: u64,
     /// A node that must not hold fragments (the writer's own node).
     pub exclude_node: Option<NodeId>,
     pub placement: PlacementPolicy,
@@ -59,6 +67,7 @@ impl Default for ClientConfig {
             hedge_delay: Duration::from_millis(100),
             request_timeout: Duration::from_secs(30),
             max_inflight_requests: 64,
+            max_inflight_bytes: fragstate_core::restore_model::READ_AHEAD_BYTES,
             exclude_node: None,
             placement: PlacementPolicy::default(),
             writer_id: format!("pid-{}", std::process::id()),
@@ -83,6 +92,13 @@ impl ClientConfig {
         if self.max_inflight_requests == 0 {
             return Err(Error::invalid("max in-flight requests", 0, "≥ 1"));
         }
+        if !MAX_INFLIGHT_BYTES.contains(&self.max_inflight_bytes) {
+            return Err(Error::invalid(
+                "max in-flight bytes",
+                self.max_inflight_bytes,
+                format!("{} ≤ bytes ≤ {}", MAX_INFLIGHT_BYTES.start(), MAX_INFLIGHT_BYTES.end()),
+            ));
+        }
         if let Some(a) = &self.adaptive {
             let ms = a.phase.as_millis() as u64;
             if !ADAPTIVE_PHASE_MS.contains(&ms) {
@@ -101,3 +117,20 @@ impl ClientConfig {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_in_flight_budget_out_of_range_is_named_with_its_range() {
+        for (bytes, ok) in [(0, false), ((64 << 10) - 1, false), (64 << 10, true), (8 << 20, true), (4 << 30, true), ((4 << 30) + 1, false)] {
+            let r = ClientConfig { max_inflight_bytes: bytes, ..ClientConfig::default() }.validate();
+            assert_eq!(r.is_ok(), ok, "{bytes}: {r:?}");
+            if let Err(e) = r {
+                let e = e.to_string();
+                assert!(e.contains("max in-flight bytes") && e.contains(&bytes.to_string()) && e.contains("65536"), "{e}");
+            }
+        }
+    }
+}

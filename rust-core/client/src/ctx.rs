@@ -81,10 +81,33 @@ pub(crate) fn bump(c: &AtomicU64, by: u64) {
     c.fetch_add(by, Ordering::Relaxed);
 }
 
+/// The client's budget of object bytes in stripes requested and not yet
+/// arrived ([`ClientConfig::max_inflight_bytes`]), shared FIFO by its readers.
+pub(crate) struct InflightBytes {
+    /// Permits are KiB (a semaphore takes at most `u32` permits at once).
+    kib: Semaphore,
+    total_kib: u32,
+}
+
+impl InflightBytes {
+    pub fn new(bytes: u64) -> Self {
+        let total_kib = bytes.div_ceil(1024).clamp(1, u32::MAX as u64) as u32;
+        InflightBytes { kib: Semaphore::new(total_kib as usize), total_kib }
+    }
+
+    /// Waits for `bytes` of the budget (all of it for a larger stripe, which
+    /// then goes alone); given back when the permit drops.
+    pub async fn acquire(&self, bytes: u64) -> tokio::sync::SemaphorePermit<'_> {
+        let kib = bytes.div_ceil(1024).clamp(1, self.total_kib as u64) as u32;
+        self.kib.acquire_many(kib).await.expect("the in-flight budget is never closed")
+    }
+}
+
 pub(crate) struct Ctx {
     pub transport: Arc<dyn Transport>,
     pub cfg: ClientConfig,
     pub requests: Semaphore,
+    pub inflight_bytes: InflightBytes,
     pub counters: Counters,
     pub stripe_buffers: StripeBuffers,
     /// Corrupt-cell reports sent and not yet answered ([`crate::Client::settle_reports`]).
@@ -171,3 +194,26 @@ pub(crate) async fn broadcast_delete(ctx: &Ctx, target: &DeleteTarget) -> Result
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_in_flight_budget_holds_back_what_exceeds_it_and_lets_a_larger_stripe_go_alone() {
+        let budget = InflightBytes::new(8 << 20);
+        let first = budget.acquire(5 << 20).await;
+        // 4 MiB more would exceed 8 MiB: it waits until the first is back.
+        let second = budget.acquire(4 << 20);
+        tokio::pin!(second);
+        assert!(futures::poll!(second.as_mut()).is_pending());
+        drop(first);
+        let second = second.await;
+        drop(second);
+        // A stripe larger than the whole budget takes all of it and goes.
+        let huge = budget.acquire(64 << 20).await;
+        assert_eq!(budget.kib.available_permits(), 0);
+        drop(huge);
+        assert_eq!(budget.kib.available_permits(), 8 << 10);
+    }
+}

@@ -237,7 +237,11 @@ impl Object {
     async fn stripe(&self, ctx: &Ctx, s: u64, stats: &Mutex<ReadStats>) -> Result<Vec<Bytes>> {
         let info = &self.manifest.stripes[s as usize];
         let set = FragmentSet { path: &self.path, write_id: self.manifest.write_id, holders: &self.manifest.holders, codec: &self.codec };
-        let fetched = set.fetch(ctx, s as u32, info, None).await?;
+        let fetched = {
+            // The stripe's stored bytes: what crosses the network.
+            let _budget = ctx.inflight_bytes.acquire(info.stored_len as u64).await;
+            set.fetch(ctx, s as u32, info, None).await?
+        };
         let logical = self.manifest.stripe_len(s) as usize;
         let data = self.codec.decode_parts(&self.path, s as u32, info, logical, &fetched.cells)?;
         let mut st = stats.lock().unwrap_or_else(|p| p.into_inner());
@@ -348,7 +352,8 @@ impl ObjectReader {
         }
     }
 
-    /// Returns stripe `s`, keeping the next `read_ahead` stripes in flight.
+    /// Returns stripe `s`, keeping the next `read_ahead` stripes scheduled
+    /// (each waits for its share of the client's in-flight bytes).
     async fn fetch_stripe(&mut self, s: u64) -> Result<Vec<Bytes>> {
         if self.ahead.front().map(|a| a.0) != Some(s) {
             // A seek: what was fetched ahead is for another position.

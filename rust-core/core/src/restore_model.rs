@@ -10,8 +10,9 @@
 //! slowest bounds the restore:
 //! - network: `max(max_i (W/k)/bw_i, W/ingress)` — the slowest chosen holder,
 //!   or the reader's own link;
-//! - requests: `rtt_max · ⌈stripes / read-ahead⌉` with `stripes = ⌈W/(k·cell)⌉`
-//!   — round trips the read-ahead cannot hide (small cells on long links);
+//! - requests: `rtt_max · ⌈stripes / in flight⌉` with `stripes = ⌈S/(k·cell)⌉`
+//!   and the stripes in flight per object from [`stripes_in_flight`] —
+//!   round trips the read-ahead cannot hide (small cells on long links);
 //! - CPU: `W/reconstruct` when a parity holder is among the `k`, plus
 //!   `S/decompress` when compressed.
 //!
@@ -85,6 +86,24 @@ pub const PARITY_PENALTY: f64 = 1.5;
 /// mesh, loopback) they differ by scheduler noise, not by the peers' links.
 pub const TIMING_FLOOR_S: f64 = 0.002;
 
+/// Bytes a client keeps requested and not yet arrived — the stored bytes of
+/// the stripes its readers fetch, all readers together (the default of the
+/// client's `max_inflight_bytes`). More only lengthens the queue in front of
+/// the reader's link. Measured with `ci/bench-adaptive.sh`, setting c (300 MiB
+/// over 1 Gbit/s, 4 objects read at once, RS(4,2) with 1 MiB cells): with 4
+/// stripes ahead per object and no budget (up to 64 MiB in flight) 3.73 s
+/// uncompressed and 1.84 s with zstd:1; with this budget 2.66 s and 1.37 s
+/// (limit 2.52 s and 1.28 s) — the manifest lookups of the next objects had
+/// waited behind the queued cells. README "How much a reader keeps in flight".
+pub const READ_AHEAD_BYTES: u64 = 8 << 20;
+
+/// Stripes one reader keeps in flight when it reads alone, for stripes of
+/// `stripe_wire_bytes` stored bytes: `max_stripes` (the configured
+/// read-ahead) as far as [`READ_AHEAD_BYTES`] holds them, at least 1.
+pub fn stripes_in_flight(stripe_wire_bytes: f64, max_stripes: usize) -> usize {
+    ((READ_AHEAD_BYTES as f64 / stripe_wire_bytes.max(1.0)) as usize).clamp(1, max_stripes.max(1))
+}
+
 /// The (upper) median of `v`; `None` when empty.
 pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
     v.sort_by(f64::total_cmp);
@@ -137,7 +156,8 @@ pub struct ReaderFigures {
     pub decompress_bytes_per_s: f64,
     /// Compressed / raw size of the state at this setting (1 without compression).
     pub compression_ratio: f64,
-    /// Stripes requested ahead of the one being read.
+    /// Stripes requested ahead of the one being read, at most (the reader
+    /// keeps fewer of large stripes: [`stripes_in_flight`]).
     pub read_ahead: usize,
 }
 
@@ -175,9 +195,11 @@ pub fn predict_restore(state_bytes: f64, params: &CodingParams, holders: &[Optio
     live.sort_by(|(ia, a), (ib, b)| cost(a).total_cmp(&cost(b)).then(ia.cmp(ib)));
     let chosen = &live[..k];
     let network_s = chosen.iter().map(|(_, h)| per_holder / h.bytes_per_s).fold(wire / reader.ingress_bytes_per_s, f64::max);
-    let stripes = (wire / (k as f64 * params.cell_size() as f64)).ceil();
+    // A stripe holds k cells of object bytes before compression.
+    let stripes = (state_bytes / params.stripe_data_len() as f64).ceil();
     let rtt = chosen.iter().map(|(_, h)| h.rtt_s).fold(0.0, f64::max);
-    let requests_s = rtt * (stripes / reader.read_ahead.max(1) as f64).ceil();
+    let stripe_wire = params.stripe_data_len() as f64 * wire / state_bytes.max(1.0);
+    let requests_s = rtt * (stripes / stripes_in_flight(stripe_wire, reader.read_ahead) as f64).ceil();
     let parity_used = chosen.iter().any(|(i, _)| *i >= k);
     let cpu_s = if parity_used { wire / reader.reconstruct_bytes_per_s } else { 0.0 } + if compressed { state_bytes / reader.decompress_bytes_per_s } else { 0.0 };
     let (seconds, bound_by) = [(network_s, "network"), (requests_s, "requests"), (cpu_s, "cpu")].into_iter().fold((0.0, "network"), |a, b| if b.0 > a.0 { b } else { a });
@@ -397,6 +419,16 @@ mod tests {
         assert!(e.contains("8 storage nodes"), "{e}");
         let e = choose_params(300e6, &nodes[..2], &bounds(), reader).unwrap_err().to_string();
         assert!(e.contains("= 2") && e.contains("≥ 3"), "{e}");
+    }
+
+    #[test]
+    fn read_ahead_is_bounded_by_bytes_and_is_at_least_one_stripe() {
+        const MIB: f64 = (1 << 20) as f64;
+        assert_eq!(stripes_in_flight(MIB, 4), 4, "1 MiB stripes: the configured 4");
+        assert_eq!(stripes_in_flight(MIB, 64), 8, "8 MiB in flight at most");
+        assert_eq!(stripes_in_flight(3.0 * MIB, 4), 2);
+        assert_eq!(stripes_in_flight(32.0 * MIB, 4), 1, "a stripe larger than the budget still goes");
+        assert_eq!(stripes_in_flight(0.0, 0), 1);
     }
 
     #[test]

@@ -24,6 +24,7 @@ use fragstate_core::sample::state_like;
 use fragstate_core::{Error, Result};
 
 use crate::args::{parse_bytes, parse_secs, ClusterArgs, CodingArgs};
+use crate::bench::median;
 use crate::cluster::{client, connect, read_and_compare, runtime};
 
 #[derive(Subcommand)]
@@ -171,20 +172,27 @@ fn read(a: ReadArgs) -> Result<()> {
         let r = async {
             let c = client(&node, &a.cluster, None)?;
             let t = Instant::now();
-            let params: Vec<String> = stream::iter(0..a.state.objects)
+            let objects: Vec<(String, f64, f64)> = stream::iter(0..a.state.objects)
                 .map(|i| {
                     let (c, data, path) = (c.clone(), data.clone(), a.state.path(i));
                     async move {
+                        let opened = Instant::now();
                         let mut r = c.open(&path).await?;
+                        let open_ms = opened.elapsed().as_secs_f64() * 1e3;
                         read_and_compare(&mut r, &data, &path).await?;
-                        Ok::<_, Error>(fragstate_core::adaptive::describe(&r.manifest().params))
+                        let object_ms = opened.elapsed().as_secs_f64() * 1e3;
+                        Ok::<_, Error>((fragstate_core::adaptive::describe(&r.manifest().params), open_ms, object_ms))
                     }
                 })
                 .buffer_unordered(a.parallel)
                 .try_collect()
                 .await?;
             let seconds = t.elapsed().as_secs_f64();
-            let mut settings = params;
+            // Per object: the manifest lookup (open) and open-to-last-byte.
+            let spread = |v: Vec<f64>| json!({ "median": median(v.clone()), "max": v.iter().copied().fold(0.0, f64::max) });
+            let open_ms = spread(objects.iter().map(|o| o.1).collect());
+            let object_ms = spread(objects.iter().map(|o| o.2).collect());
+            let mut settings: Vec<String> = objects.into_iter().map(|o| o.0).collect();
             settings.sort();
             settings.dedup();
             let bytes = per_object as u64 * a.state.objects as u64;
@@ -194,6 +202,8 @@ fn read(a: ReadArgs) -> Result<()> {
                 "seconds": seconds,
                 "mbPerS": bytes as f64 / seconds / 1e6,
                 "settings": settings,
+                "openMs": open_ms,
+                "objectMs": object_ms,
                 "client": c.stats(),
             });
             println!("{out}");

@@ -70,6 +70,24 @@ impl PeerSpeeds {
         m.entry(node.clone()).or_default().observe(bytes, seconds, 0.0, now);
     }
 
+    /// Every peer's estimate, by node id.
+    pub fn snapshot(&self) -> Vec<crate::client::PeerStats> {
+        let now = now_unix_ms();
+        let m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut all: Vec<_> = m
+            .iter()
+            .map(|(n, e)| crate::client::PeerStats {
+                node: n.to_string(),
+                bytes_per_s: e.bytes_per_s as u64,
+                samples: e.samples,
+                age_ms: e.age_ms(now),
+                trusted: e.trusted(now),
+            })
+            .collect();
+        all.sort_by(|a, b| a.node.cmp(&b.node));
+        all
+    }
+
     /// The estimates of `nodes`, in their order (`None`: not measured).
     pub fn of<'a>(&self, nodes: impl Iterator<Item = &'a NodeId>) -> Vec<Option<PeerEstimate>> {
         let m = self.0.lock().unwrap_or_else(|p| p.into_inner());

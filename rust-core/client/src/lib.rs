@@ -25,5 +25,5 @@ pub mod scrubber;
 pub mod transport;
 pub mod writer;
 
-pub use client::{Client, ClientStats};
+pub use client::{Client, ClientStats, PeerStats};
 pub use config::{AdaptiveConfig, ClientConfig};

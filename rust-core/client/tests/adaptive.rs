@@ -45,6 +45,13 @@ fn slow_holders_take_parity_and_the_next_phase_is_decided_from_the_measurements(
             assert!(man.holders[..k].iter().all(|h| !slow.contains(h)), "slow node among the data holders of measured-{i}: {:?}", man.holders);
         }
         assert!(c.stats().holders_moved_to_parity > 0, "{:?}", c.stats());
+        // the per-peer estimates in the stats: every node measured, the slow ones slowest
+        let peers = c.stats().peers;
+        assert_eq!(peers.len(), 8, "{peers:?}");
+        assert!(peers.iter().all(|p| p.samples > 0 && p.trusted), "{peers:?}");
+        let rate = |n: &str| peers.iter().find(|p| p.node == n).unwrap().bytes_per_s;
+        let slowest_fast = ids.iter().filter(|n| !slow.contains(n)).map(|n| rate(&n.to_string())).min().unwrap();
+        assert!(slow.iter().all(|n| rate(&n.to_string()) < slowest_fast), "{peers:?}");
         // phase 2, decided from the measurements within the bounds (m ≥ 2, overhead ≤ 1.5)
         assert_eq!(c.stats().adaptive.phase, 1, "the writes outlasted the phase");
         tokio::time::sleep((phase + Duration::from_millis(100)).saturating_sub(started.elapsed())).await;

@@ -630,3 +630,22 @@ proptest! {
         });
     }
 }
+
+#[test]
+fn an_open_does_not_wait_for_a_straggling_node_but_a_create_does() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(7, u64::MAX);
+        let c = client(&mesh, params(4, 2));
+        let data = payload(3 * 4 * CELL as usize, 11);
+        let man = write(&c, "obj", &data, 4096).await;
+        // a node holding no fragment of it answers every request only after 30 s
+        let straggler = mesh.node_ids().into_iter().find(|n| !man.holders.contains(n)).unwrap();
+        mesh.slow_down(&straggler, Duration::from_secs(30)).unwrap();
+        let opened = tokio::time::timeout(Duration::from_secs(10), read(&c, "obj")).await;
+        assert_eq!(opened.expect("the open waited for the straggler").unwrap(), data);
+        let stat = tokio::time::timeout(Duration::from_secs(10), c.stat("obj")).await;
+        assert_eq!(stat.expect("stat waited for the straggler").unwrap().unwrap().length, data.len() as u64);
+        // a write takes its version from every node's answer: it waits
+        assert!(tokio::time::timeout(Duration::from_secs(1), c.create("obj", true)).await.is_err(), "a create did not wait for every node");
+    });
+}

@@ -6,7 +6,9 @@
 //! `write` plays the TaskManager: warm-up objects first (its earlier, smaller
 //! checkpoints, which let adaptive mode measure its peers), then — in adaptive
 //! mode after the first phase has ended — the state as `--objects` objects.
-//! It then exits, as a killed TaskManager would. `read` plays the TaskManager
+//! With `--rounds 2` it then waits for the driver to change the cluster
+//! (`--round-gate`), writes a phase of small checkpoints and the state again
+//! (issue 14's "follows a change"). It then exits, as a killed TaskManager would. `read` plays the TaskManager
 //! that takes over: a fresh process that reads every object of the state,
 //! `--parallel` at a time (Flink's RocksDB restore downloads files with 4
 //! threads by default), compares every byte, and prints its figures. Both
@@ -19,6 +21,7 @@ use clap::{Args, Subcommand};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use serde_json::json;
 
+use fragstate_client::transport::Transport;
 use fragstate_client::{AdaptiveConfig, Client};
 use fragstate_core::sample::state_like;
 use fragstate_core::{Error, Result};
@@ -82,6 +85,29 @@ pub(crate) struct WriteArgs {
     /// Warm-up objects of 4 MiB written first (earlier checkpoints).
     #[arg(long, default_value_t = 6)]
     warmup_objects: usize,
+    /// Times the state is written: round r ≥ 2 under `<prefix>/round-<r>`, each
+    /// after --round-gate exists and a phase of 4 MiB checkpoints one a second
+    /// (the phase after a change in the cluster: adaptive mode's measurements).
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// File the writer waits for (up to 10 minutes) before each further round;
+    /// the driver creates it once it changed the cluster (e.g. slowed a link).
+    #[arg(long)]
+    round_gate: Option<std::path::PathBuf>,
+}
+
+/// Where each failure domain's fragments of one object sit: `D` data, `P`
+/// parity, `-` none — in the order of the domains given.
+fn positions(man: &fragstate_core::format::Manifest, domains: &[(fragstate_core::ids::NodeId, String)]) -> String {
+    let k = man.params.k();
+    domains
+        .iter()
+        .map(|(id, _)| match man.holders.iter().position(|h| h == id) {
+            Some(i) if i < k => 'D',
+            Some(_) => 'P',
+            None => '-',
+        })
+        .collect()
 }
 
 #[derive(Args)]
@@ -104,12 +130,24 @@ pub(crate) fn bench_restore(role: BenchRestore) -> Result<()> {
     }
 }
 
-async fn write_object(c: &Client, path: &str, data: &[u8]) -> Result<()> {
+async fn write_object(c: &Client, path: &str, data: &[u8]) -> Result<Arc<fragstate_core::format::Manifest>> {
     let mut w = c.create(path, true).await?;
     for chunk in data.chunks(1 << 20) {
         w.write(chunk).await?;
     }
-    w.close().await.map(|_| ())
+    w.close().await
+}
+
+/// Waits until `gate` exists (at most 10 minutes).
+async fn wait_for_gate(gate: &std::path::Path) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while !gate.exists() {
+        if Instant::now() > deadline {
+            return Err(Error::invalid("--round-gate", gate.display(), "a file that appears within 10 minutes"));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
 }
 
 fn write(a: WriteArgs) -> Result<()> {
@@ -136,11 +174,46 @@ fn write(a: WriteArgs) -> Result<()> {
                 tokio::time::sleep(left).await;
             }
             let data = state_like(per_object);
-            let t = Instant::now();
-            for i in 0..a.state.objects {
-                write_object(&c, &a.state.path(i), &data).await?;
+            // Failure domains by node id, in name order: the columns of `positions`.
+            let mut domains: Vec<(fragstate_core::ids::NodeId, String)> = node.live_nodes().into_iter().map(|n| (n.id, n.domain.to_string())).collect();
+            domains.sort_by(|x, y| x.1.cmp(&y.1));
+            let mut rounds = Vec::new();
+            let mut after_gate = Vec::new();
+            let mut write_s = 0.0;
+            for round in 1..=a.rounds {
+                let prefix = if round == 1 { a.state.prefix.clone() } else { format!("{}/round-{round}", a.state.prefix.trim_end_matches('/')) };
+                if round > 1 {
+                    let gate = a.round_gate.as_deref().ok_or_else(|| Error::invalid("--round-gate", "none", "a file path when --rounds > 1"))?;
+                    eprintln!("bench restore: round {} written; waiting for {}", round - 1, gate.display());
+                    wait_for_gate(gate).await?;
+                    let opened = Instant::now();
+                    let mut n = 0;
+                    while opened.elapsed() < a.phase + Duration::from_millis(200) {
+                        let t = Instant::now();
+                        let man = write_object(&c, &format!("{prefix}/checkpoint-{n:04}"), &warm).await?;
+                        after_gate.push(json!({ "seconds": opened.elapsed().as_secs_f64(), "positions": positions(&man, &domains) }));
+                        n += 1;
+                        tokio::time::sleep(Duration::from_secs(1).saturating_sub(t.elapsed())).await;
+                    }
+                }
+                let state = StateArgs { prefix, ..a.state.clone() };
+                let t = Instant::now();
+                let mut placed = Vec::new();
+                let mut settings = Vec::new();
+                for i in 0..state.objects {
+                    let man = write_object(&c, &state.path(i), &data).await?;
+                    placed.push(positions(&man, &domains));
+                    settings.push(fragstate_core::adaptive::describe(&man.params));
+                }
+                write_s = t.elapsed().as_secs_f64();
+                settings.sort();
+                settings.dedup();
+                // per domain: how many of the round's objects it holds a data / parity fragment of
+                let count = |c: char| -> serde_json::Map<String, serde_json::Value> {
+                    domains.iter().enumerate().map(|(d, (_, name))| (name.clone(), json!(placed.iter().filter(|p| p.as_bytes()[d] as char == c).count()))).collect()
+                };
+                rounds.push(json!({ "round": round, "prefix": state.prefix, "writeSeconds": write_s, "settings": settings, "dataFragments": count('D'), "parityFragments": count('P') }));
             }
-            let write_s = t.elapsed().as_secs_f64();
             let stats = c.stats();
             let out = json!({
                 "role": "write",
@@ -150,6 +223,9 @@ fn write(a: WriteArgs) -> Result<()> {
                 "objects": a.state.objects,
                 "warmupSeconds": warmup_s,
                 "writeSeconds": write_s,
+                "domains": domains.iter().map(|d| d.1.clone()).collect::<Vec<_>>(),
+                "rounds": rounds,
+                "afterGate": after_gate,
                 "client": stats,
             });
             println!("{out}");

@@ -6,6 +6,11 @@
 #   a   n-1 and n-2 behind 20 Mbit/s links
 #   b   n-1 .. n-4 at 100 Mbit/s (half of the nodes)
 #   c   equal links; n-1 and n-2 limited to 20 % of one core (cgroup CPU quota)
+#   d   equal links, then n-1's drops to 20 Mbit/s mid-run ("follows a change"): the writer
+#       writes the state, the link is slowed (ci/lib/netns.sh rate), the writer writes a phase of
+#       4 MiB checkpoints one a second and the state again (`--rounds 2`); both states are read
+#       back over the slowed link, and the writer reports where n-1's fragments went (data or
+#       parity) in each. Its configurations: adaptive and the default rs42-none-1m (unless --configs).
 # For every setting and configuration, `fragstate bench restore write` on tm-w plays a TaskManager:
 # 6 warm-up objects of 4 MiB (earlier checkpoints; adaptive mode measures its peers on them and
 # decides its second phase after --phase seconds), then the state (--state, 30 objects), then it
@@ -13,8 +18,8 @@
 # process reads the whole state back, 4 objects at a time, comparing every byte — --reads times.
 # Then the run's objects are deleted.
 #
-#   ci/bench-adaptive.sh                      # settings a,b,c; adaptive and the 8 fixed settings; 300 MiB; 3 reads
-#   ci/bench-adaptive.sh --quick              # CI: setting a, adaptive vs rs42-none-1m, 24 MiB, 1 read, phase 5 s
+#   ci/bench-adaptive.sh                      # settings a,b,c (adaptive and the 8 fixed settings) and d; 300 MiB; 3 reads
+#   ci/bench-adaptive.sh --quick              # CI: settings a and d, adaptive vs rs42-none-1m, 24 MiB, 1 read, phase 5 s
 #   ci/bench-adaptive.sh --settings a --configs adaptive,rs42-none-1m,rs42-none-256k
 # Options: --settings a,b,c  --configs LIST  --state BYTES (300MiB)  --reads N (3)  --phase S (30)
 # --out DIR (default integration-tests/bench/results/<UTC date>-adaptive).
@@ -41,17 +46,18 @@ for km in 21 42; do
     for cell in 256k 1m; do all_fixed+="rs$km-$comp-$cell,"; done
   done
 done
-settings=a,b,c
+settings=a,b,c,d
 configs="adaptive,${all_fixed%,}"
+configs_given=
 state=300MiB
 reads=3
 phase=30
 out="integration-tests/bench/results/$(date -u +%F)-adaptive"
 while [ $# -gt 0 ]; do
   case $1 in
-    --quick) settings=a configs=adaptive,rs42-none-1m state=24MiB reads=1 phase=5 ;;
+    --quick) settings=a,d configs=adaptive,rs42-none-1m state=24MiB reads=1 phase=5 ;;
     --settings) settings=$2; shift ;;
-    --configs) configs=$2; shift ;;
+    --configs) configs=$2 configs_given=1; shift ;;
     --state) state=$2; shift ;;
     --reads) reads=$2; shift ;;
     --phase) phase=$2; shift ;;
@@ -63,7 +69,7 @@ done
 [[ "$reads" =~ ^[1-9][0-9]*$ ]] || die "--reads must be a whole number >= 1, got '$reads'"
 [[ "$phase" =~ ^[1-9][0-9]*$ ]] || die "--phase must be whole seconds >= 1, got '$phase'"
 for s in ${settings//,/ }; do
-  case $s in a | b | c) ;; *) die "unknown setting '$s': allowed are a, b, c" ;; esac
+  case $s in a | b | c | d) ;; *) die "unknown setting '$s': allowed are a, b, c, d" ;; esac
 done
 # coding arguments of a configuration name
 coding_of() {
@@ -159,7 +165,7 @@ for s in ${settings//,/ }; do
     a) rates="n-1=20mbit,n-2=20mbit" ;;
     b) rates="n-1=100mbit,n-2=100mbit,n-3=100mbit,n-4=100mbit" ;;
   esac
-  step "setting $s${rates:+: $rates}$([ "$s" = c ] && echo ": n-1, n-2 at 20 % of one core")"
+  step "setting $s${rates:+: $rates}$([ "$s" = c ] && echo ": n-1, n-2 at 20 % of one core")$([ "$s" = d ] && echo ": n-1's link slowed to 20 Mbit/s after the first state")"
   mkdir -p "$out/$s"
   FRAGSTATE_NETNS_RATES="$rates" ci/lib/netns.sh up "$netrun" dc "$(IFS=,; echo "${nodes[*]}"),tm-w,tm-r"
   start_nodes "$out/$s"
@@ -167,27 +173,49 @@ for s in ${settings//,/ }; do
     throttle_cpu "${node_pids[0]}" n-1 20
     throttle_cpu "${node_pids[1]}" n-2 20
   fi
-  for c in ${configs//,/ }; do
+  setting_configs=$configs
+  [ "$s" = d ] && [ -z "$configs_given" ] && setting_configs=adaptive,rs42-none-1m
+  for c in ${setting_configs//,/ }; do
     dir="$out/$s/$c"
     rm -rf "$dir"
     mkdir -p "$dir"
     prefix="bench-$s-$c"
     # shellcheck disable=SC2046 # word splitting of the argument lists is intended
     # the writer logs adaptive mode's phase decisions with their inputs (write.log)
+    rounds=()
+    [ "$s" = d ] && rounds=(--rounds 2 --round-gate "$dir/link-slowed")
+    if [ "$s" = d ]; then
+      ci/lib/netns.sh rate "$netrun" n-1 1gbit >/dev/null
+      # slows n-1's link once the first state is written, then lets the writer go on
+      (
+        until grep -q "round 1 written" "$dir/write.log" 2>/dev/null; do sleep 0.2; done
+        ci/lib/netns.sh rate "$netrun" n-1 20mbit >"$dir/link.log" 2>&1
+        date +%s.%N >"$dir/link-slowed"
+      ) &
+      gate_pid=$!
+    fi
+    # shellcheck disable=SC2046
     if ! FRAGSTATE_LOG=warn,fragstate_client::adaptive=info on tm-w "$bin" bench restore write $(cluster_args) $(coding_of "$c") --prefix "$prefix" --state "$state" \
-      >"$dir/write.json" 2>"$dir/write.log"; then
+      "${rounds[@]}" >"$dir/write.json" 2>"$dir/write.log"; then
       log "setting $s, $c: the write failed: $(tail -n 2 "$dir/write.log")"
+      [ "$s" = d ] && kill "$gate_pid" 2>/dev/null
       rc=1
       continue
     fi
-    for r in $(seq 1 "$reads"); do
-      # shellcheck disable=SC2046
-      if ! on tm-r "$bin" bench restore read $(cluster_args) --prefix "$prefix" --state "$state" \
-        >"$dir/read-$r.json" 2>"$dir/read-$r.log"; then
-        log "setting $s, $c: read $r failed: $(tail -n 2 "$dir/read-$r.log")"
-        rc=1
-        break
-      fi
+    [ "$s" = d ] && wait "$gate_pid"
+    # d: the state of the second round (after the change) is the one compared; the first beside it
+    read_prefixes=("$prefix=read")
+    [ "$s" = d ] && read_prefixes=("$prefix/round-2=read" "$prefix=round1-read")
+    for rp in "${read_prefixes[@]}"; do
+      for r in $(seq 1 "$reads"); do
+        # shellcheck disable=SC2046
+        if ! on tm-r "$bin" bench restore read $(cluster_args) --prefix "${rp%%=*}" --state "$state" \
+          >"$dir/${rp#*=}-$r.json" 2>"$dir/${rp#*=}-$r.log"; then
+          log "setting $s, $c: ${rp#*=} $r failed: $(tail -n 2 "$dir/${rp#*=}-$r.log")"
+          rc=1
+          break
+        fi
+      done
     done
     python3 - "$dir" <<'EOF' || rc=1
 import json, pathlib, statistics, sys

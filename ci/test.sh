@@ -62,8 +62,10 @@ if [ -f pom.xml ]; then
   # adaptive mode's benchmark, quick variant (issue 14): ci/bench-adaptive.sh on the CLI just built
   # (profile ci): eight storage nodes on emulated hosts, two of them behind 20 Mbit/s links;
   # a writer with adaptive mode on (5 s phase) and one with the default RS(4,2), 24 MiB of state
-  # each, read back by a fresh process and compared byte for byte. The figures are printed, not
-  # asserted (the matrix: ci/bench-adaptive.sh). Results under target/adaptive-quick/ (not committed).
+  # each, read back by a fresh process and compared byte for byte; then setting d: equal links,
+  # one slowed to 20 Mbit/s mid-run (ci/lib/netns.sh rate) and the state written again. The figures
+  # are printed, not asserted (the matrix: ci/bench-adaptive.sh). Results under
+  # target/adaptive-quick/ (not committed).
   step "Adaptive mode benchmark, quick variant: ci/bench-adaptive.sh --quick (the matrix: ci/bench-adaptive.sh)"
   t0=$SECONDS
   FRAGSTATE_BENCH_SKIP_BUILD=1 FRAGSTATE_CARGO_PROFILE=ci ci/bench-adaptive.sh --quick \

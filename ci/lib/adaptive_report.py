@@ -1,5 +1,6 @@
 """The adaptive-mode benchmark's report (ci/bench-adaptive.sh): reads OUT_DIR/<setting>/<config>/
-write.json and read-N.json and writes summary.json, RESULTS.md and one PNG plot per setting there.
+write.json and read-N.json and writes summary.json, RESULTS.md and one PNG plot per setting there
+(setting d, "follows a change": also round1-read-N.json, and follow-d.png).
 
     python adaptive_report.py OUT_DIR
 
@@ -21,7 +22,10 @@ TITLES = {
     "a": "a: n-1, n-2 behind 20 Mbit/s, the rest 1 Gbit/s",
     "b": "b: n-1 .. n-4 at 100 Mbit/s, the rest 1 Gbit/s",
     "c": "c: equal 1 Gbit/s links, n-1 and n-2 at 20 % of one core",
+    "d": "d: equal 1 Gbit/s links; n-1's slowed to 20 Mbit/s once the first state was written",
 }
+# setting d: the host whose link is slowed
+SLOWED = "n-1"
 
 
 def load_json(path):
@@ -30,14 +34,30 @@ def load_json(path):
     return json.loads(text) if text else None
 
 
+def read_runs(d, name):
+    """The JSON lines of the reads NAME-N.json in D (empty files left out)."""
+    runs = [load_json(os.path.join(d, f)) for f in sorted(os.listdir(d)) if f.startswith(name + "-") and f.endswith(".json")]
+    return [r for r in runs if r]
+
+
+def slowed_roles(w):
+    """Setting d: where the slowed host's fragments went, per round ({round: (data, parity)}),
+    and its role (D, P, -) in each checkpoint after the change as (seconds, role)."""
+    if not w or "domains" not in w or SLOWED not in w["domains"]:
+        return None, None
+    i = w["domains"].index(SLOWED)
+    rounds = {r["round"]: (r["dataFragments"][SLOWED], r["parityFragments"][SLOWED]) for r in w.get("rounds", [])}
+    timeline = [(round(c["seconds"], 1), c["positions"][i]) for c in w.get("afterGate", [])]
+    return rounds, timeline
+
+
 def row(setting, config, d):
     w = load_json(os.path.join(d, "write.json")) if os.path.exists(os.path.join(d, "write.json")) else None
-    reads = [load_json(os.path.join(d, f)) for f in sorted(os.listdir(d)) if f.startswith("read-") and f.endswith(".json")]
-    reads = [r for r in reads if r]
+    reads = read_runs(d, "read")
     secs = [r["seconds"] for r in reads]
     fetched = statistics.median([r["client"]["bytesFetched"] for r in reads]) if reads else None
     adaptive = (w or {}).get("client", {}).get("adaptive")
-    return {
+    out = {
         "setting": setting,
         "config": config,
         "passed": bool(w and reads),
@@ -54,6 +74,16 @@ def row(setting, config, d):
         "holdersMovedToParity": (w or {}).get("client", {}).get("holdersMovedToParity"),
         "decision": (adaptive or {}).get("lastDecision"),
     }
+    if setting == "d":
+        first = [r["seconds"] for r in read_runs(d, "round1-read")]
+        rounds, timeline = slowed_roles(w)
+        out.update({
+            "round1RestoreMedianS": round(statistics.median(first), 3) if first else None,
+            "slowedHost": SLOWED,
+            "slowedDataParityByRound": {str(k): {"data": v[0], "parity": v[1]} for k, v in (rounds or {}).items()},
+            "slowedRoleAfterChange": timeline,
+        })
+    return out
 
 
 def load(out):
@@ -70,7 +100,7 @@ def load(out):
 
 def verdicts(rows):
     out = {}
-    for s in sorted({r["setting"] for r in rows}):
+    for s in sorted({r["setting"] for r in rows} - {"d"}):
         mine = [r for r in rows if r["setting"] == s and r["restoreMedianS"] is not None]
         ad = next((r for r in mine if r["config"] == "adaptive"), None)
         fixed = [r for r in mine if r["config"] != "adaptive"]
@@ -115,6 +145,9 @@ def results_md(rows, ver):
              "time, every byte compared); median of the reads, min–max beside it. Limit: the bytes it fetched over "
              "its 1 Gbit/s link. One machine (2 cores) runs every emulated host.", ""]
     for s in sorted({r["setting"] for r in rows}):
+        if s == "d":
+            lines += follow_md([r for r in rows if r["setting"] == "d"])
+            continue
         lines += [f"## Setting {TITLES[s]}", "",
                   "| config | written with | restore median (min–max) | limit | write | fetched | reconstructed stripes | moved to parity |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -155,11 +188,70 @@ def results_md(rows, ver):
     return "\n".join(lines) + "\n"
 
 
+def data_until(timeline):
+    """Seconds after the change of the last checkpoint whose data fragment sat on the slowed host."""
+    ds = [t for t, role in timeline if role == "D"]
+    return max(ds) if ds else None
+
+
+def follow_md(rows):
+    lines = [f"## Setting {TITLES['d']}", "",
+             f"The writer wrote the state, {SLOWED}'s link dropped to 20 Mbit/s, the writer wrote a phase of 4 MiB checkpoints "
+             "(one a second) and the state again. Both states are read back over the slowed link.", "",
+             f"| config | written with (2nd state) | {SLOWED}: data / parity fragments, 1st state | 2nd state | "
+             f"checkpoints after the change with data on {SLOWED} | restore 1st state | restore 2nd state | limit |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in sorted(rows, key=lambda r: r["config"]):
+        by = r.get("slowedDataParityByRound") or {}
+        dp = lambda k: f"{by[k]['data']} / {by[k]['parity']}" if k in by else "–"
+        tl = r.get("slowedRoleAfterChange") or []
+        nd = sum(1 for _, role in tl if role == "D")
+        until = data_until(tl)
+        lines.append(f"| {'**adaptive**' if r['config'] == 'adaptive' else r['config']} | {'; '.join(r['writtenWith']) or '–'} | {dp('1')} | {dp('2')} | "
+                     f"{nd} of {len(tl)}" + (f" (the last {until} s after)" if until is not None else "") + " | "
+                     f"{fmt(r.get('round1RestoreMedianS'), ' s')} | {fmt(r['restoreMedianS'], ' s')} | {fmt(r['limitS'], ' s')} |")
+    lines.append("")
+    return lines
+
+
+def follow_plot(out, rows):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = sorted(rows, key=lambda r: r["config"])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 0.6 * len(rows) + 2.2))
+    names = [r["config"] for r in rows]
+    y = range(len(rows))
+    left.barh([i - 0.2 for i in y], [r.get("round1RestoreMedianS") or 0 for r in rows], height=0.4, label="1st state (before the change)", color="tab:gray")
+    left.barh([i + 0.2 for i in y], [r["restoreMedianS"] or 0 for r in rows], height=0.4, label="2nd state (after)", color="tab:orange")
+    left.set_yticks(list(y), names)
+    left.invert_yaxis()
+    left.set_xlabel(f"restore over {SLOWED}'s slowed link (s), median")
+    left.legend(fontsize=8)
+    colors = {"D": "tab:red", "P": "tab:green", "-": "lightgray"}
+    for i, r in enumerate(rows):
+        tl = r.get("slowedRoleAfterChange") or []
+        right.scatter([t for t, _ in tl], [i] * len(tl), c=[colors[role] for _, role in tl], s=30)
+    for role, label in (("D", "data fragment"), ("P", "parity fragment"), ("-", "no fragment")):
+        right.scatter([], [], c=colors[role], label=f"{SLOWED} holds a {label}" if role != "-" else f"{SLOWED} holds no fragment")
+    right.set_yticks(list(y), names)
+    right.invert_yaxis()
+    right.set_xlabel(f"checkpoints, seconds after {SLOWED}'s link slowed")
+    right.legend(fontsize=8, loc="lower right")
+    fig.suptitle(f"Setting {TITLES['d']}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "follow-d.png"), dpi=110)
+    plt.close(fig)
+
+
 def plots(out, rows):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     for s in sorted({r["setting"] for r in rows}):
+        if s == "d":
+            follow_plot(out, [r for r in rows if r["setting"] == "d"])
+            continue
         mine = sorted((r for r in rows if r["setting"] == s and r["restoreMedianS"] is not None), key=lambda r: r["restoreMedianS"])
         if not mine:
             continue

@@ -24,6 +24,8 @@
 #       over /etc/hosts), so host names resolve as on a real cluster; its resolv.conf names no
 #       reachable DNS server.
 #   netns.sh exec RUN_DIR HOST CMD...   CMD in HOST's namespace, with HOST as its host name
+#   netns.sh rate RUN_DIR HOST RATE     the host's link shaped at RATE (e.g. 20mbit) both ways from
+#                                       now on, connections kept (a link degrading mid-run)
 #   netns.sh addr RUN_DIR HOST          the host's address
 #   netns.sh hosts RUN_DIR              "name address site" lines
 #   netns.sh down RUN_DIR               kills every process left in the namespaces, removes them
@@ -34,7 +36,7 @@ set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-usage() { die "usage: netns.sh up RUN_DIR dc|edge|none LAN_HOSTS [REMOTE_HOSTS] | exec RUN_DIR HOST CMD... | addr RUN_DIR HOST | hosts RUN_DIR | down RUN_DIR"; }
+usage() { die "usage: netns.sh up RUN_DIR dc|edge|none LAN_HOSTS [REMOTE_HOSTS] | exec RUN_DIR HOST CMD... | rate RUN_DIR HOST RATE | addr RUN_DIR HOST | hosts RUN_DIR | down RUN_DIR"; }
 cmd="${1:-}"
 run="${2:-}"
 [ -n "$cmd" ] && [ -n "$run" ] || usage
@@ -51,6 +53,21 @@ host_line() {
   line="$(awk -v h="$1" '$1 == h' "$(hosts_file)" 2>/dev/null)"
   [ -n "$line" ] || die "host '$1' is not part of the topology in $(state) (hosts: $(awk '{print $1}' "$(hosts_file)" 2>/dev/null | tr '\n' ' '))"
   echo "$line"
+}
+
+# reshape HOST RATE: the host's link at RATE both ways (its veth and the bridge port).
+reshape() {
+  local host=$1 rate=$2 ns site
+  host_line "$host" >/dev/null
+  [[ "$rate" =~ ^[0-9]+(k|m|g)bit$ ]] || die "rate '$rate' for host $host: expected a tc rate such as 20mbit or 1gbit"
+  ns="$(ns_of "$host")"
+  site="$LAN_RT"
+  ip -n "$REMOTE_RT" link show "p-${host:0:12}" >/dev/null 2>&1 && site="$REMOTE_RT"
+  ip netns exec "$ns" tc qdisc del dev eth0 root 2>/dev/null || true
+  ip netns exec "$site" tc qdisc del dev "p-${host:0:12}" root 2>/dev/null || true
+  shape eth0 "$ns" "$rate"
+  shape "p-${host:0:12}" "$site" "$rate"
+  log "$host's link now at $rate both ways"
 }
 
 # shape DEV NS RATE: rate limit (tbf) on DEV's egress in NS. This kernel has no netem (no delay
@@ -207,6 +224,7 @@ case $cmd in
     # its own UTS namespace gives the process its host name (Flink and fragstate read it)
     exec ip netns exec "$(ns_of "$host")" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$host" "$@"
     ;;
+  rate) [ $# -ge 4 ] || usage; reshape "$3" "$4" ;;
   addr) [ $# -ge 3 ] || usage; host_line "$3" | awk '{print $2}' ;;
   hosts) cat "$(hosts_file)" ;;
   down) down ;;

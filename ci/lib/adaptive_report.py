@@ -237,7 +237,7 @@ def follow_plot(out, rows):
     right.set_yticks(list(y), names)
     right.invert_yaxis()
     right.set_xlabel(f"checkpoints, seconds after {SLOWED}'s link slowed")
-    right.legend(fontsize=8, loc="lower right")
+    right.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
     fig.suptitle(f"Setting {TITLES['d']}", fontsize=9)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "follow-d.png"), dpi=110)

@@ -103,11 +103,20 @@ pub(crate) async fn hello_task(inner: Arc<Inner>) {
     let mut tick = tokio::time::interval(inner.cfg.hello_interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        // Shutdown first, also during a round: a hello to a peer that does not
+        // answer waits up to the request timeout, and a random pick between a
+        // due tick and the shutdown held `shutdown` for one such wait after
+        // another (2–6 minutes with a 120 s timeout in ci/bench-adaptive.sh).
         tokio::select! {
+            biased;
             _ = shutdown.changed() => break,
             _ = tick.tick() => {
                 let peers: Vec<PeerId> = lock(&inner.peers).iter().filter(|(_, p)| p.connections > 0).map(|(id, _)| *id).collect();
-                futures::future::join_all(peers.into_iter().map(|p| exchange_hello(&inner, p, false))).await;
+                tokio::select! {
+                    biased;
+                    _ = shutdown.changed() => break,
+                    _ = futures::future::join_all(peers.into_iter().map(|p| exchange_hello(&inner, p, false))) => {}
+                }
                 inner.maintain_tombstones();
             }
         }

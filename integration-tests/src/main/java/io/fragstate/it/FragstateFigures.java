@@ -16,7 +16,8 @@ final class FragstateFigures {
             "fragstate.objectsWritten", "fragstate.bytesRead", "fragstate.objectsOpened", "fragstate.bytesFetched",
             "fragstate.stripesReconstructed", "fragstate.failedRequests", "fragstate.fragmentsReplaced",
             "fragstate.fragmentsHeld", "fragstate.bytesHeld", "fragstate.objectsDegraded", "fragstate.bytesToRepair",
-            "fragstate.cellsFetched", "fragstate.peersFetchedFrom"));
+            "fragstate.cellsFetched", "fragstate.peersFetchedFrom", "fragstate.adaptivePhase",
+            "fragstate.adaptiveMeasuredNodes", "fragstate.holdersMovedToParity"));
 
     private FragstateFigures() {}
 

@@ -260,6 +260,22 @@ public record Scenario(String id, String description, Map<String, String> flinkC
                 Disruption.killTaskManagers(1, Trigger.AFTER_CHECKPOINTS), 0, true);
     }
 
+    /**
+     * Scenario i: scenario a with adaptive mode on and a 2 s phase, so every TaskManager decides
+     * several phases before the kill (full tier). This job's states are kilobytes: no upload reaches
+     * the 256 KiB a measurement needs, so the decisions keep the configured RS(2,2) and say why —
+     * what is checked is that adaptive mode runs inside real TaskManagers without changing the
+     * outcome (its effect on restores is measured by ci/bench-adaptive.sh).
+     */
+    public static Scenario fragstateAdaptiveKillOneTaskManager(Path repo) {
+        Map<String, String> config = fragstateClusterConfig();
+        config.put("fragstate.adaptive", "on");
+        config.put("fragstate.adaptive.phase", "2 s");
+        return fragstateScenario("i-fragstate-adaptive-kill-one-tm",
+                "fragstate cluster mode, RS(2,2), adaptive mode on (2 s phases): kill -9 one TaskManager with stateful subtasks",
+                config, repo, Disruption.killTaskManagers(1, Trigger.AFTER_CHECKPOINTS));
+    }
+
     /** Scenario b: two TaskManagers with stateful subtasks killed at once; m = 2 fragments of every object may be lost. */
     public static Scenario fragstateKillTwoTaskManagers(Path repo) {
         return fragstateScenario("b-fragstate-kill-two-tms",

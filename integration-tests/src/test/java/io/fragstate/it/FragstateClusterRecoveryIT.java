@@ -16,6 +16,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -134,6 +135,21 @@ class FragstateClusterRecoveryIT {
         assertThat(r.timeline.restoredFrom).as("the savepoint is in fragstate").startsWith("fragstate://");
         assertThat(r.timeline.restoredCheckpointId).as("resumed from the savepoint").isPositive();
         assertThat(r.timeline.subtasks).filteredOn(s -> s.vertex.contains("window")).hasSize(3);
+    }
+
+    /** Scenario i (full tier): adaptive mode on in every TaskManager; the kill is recovered exactly once. */
+    @Test
+    @EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
+    @Timeout(value = 12, unit = TimeUnit.MINUTES)
+    void scenarioI_adaptiveModeOn_killOneTaskManager_exactlyOnce() throws Exception {
+        ScenarioRunner.Result r = run(Scenario.fragstateAdaptiveKillOneTaskManager(REPO));
+        assertThat(r.timeline.killedTaskManagers).hasSize(1);
+        assertThat(r.timeline.restores).isGreaterThanOrEqualTo(1);
+        @SuppressWarnings("unchecked")
+        Map<String, Map<String, Long>> perTm = (Map<String, Map<String, Long>>) (Map<String, ?>) r.fragstate.get("taskManagerMetrics");
+        // phases of 2 s over the checkpoints before and after the kill: some TaskManager decided several
+        assertThat(perTm.values().stream().mapToLong(m -> m.getOrDefault("adaptivePhase", 0L)).max().orElse(0))
+                .as("adaptive phases decided by the busiest TaskManager").isGreaterThanOrEqualTo(2);
     }
 
     @Test

@@ -124,6 +124,22 @@ public final class FragstateMetrics {
         }
     }
 
+    /** Gauge of what this node's transfers measured of each peer, as a JSON array. */
+    static final String PEER_ESTIMATES = "peerEstimates";
+
+    /**
+     * The per-peer estimates ({@code /client/peers}: node, bytesPerS, samples, ageMs, trusted) as
+     * a JSON array; an empty string when the node cannot answer.
+     */
+    private static String peerEstimates() {
+        try {
+            JsonNode n = stats().at("/client/peers");
+            return n.isArray() ? n.toString() : "[]";
+        } catch (IOException | RuntimeException e) {
+            return "";
+        }
+    }
+
     /**
      * Registers the gauges on the TaskManager group above a task's metric group (once per
      * TaskManager); falls back to {@code group} itself when it is not a task group.
@@ -151,6 +167,7 @@ public final class FragstateMetrics {
         MetricGroup g = parent.addGroup("fragstate");
         Map<String, Gauge<Long>> gauges = new HashMap<>();
         COUNTERS.forEach((name, pointer) -> gauges.put(name, g.gauge(name, () -> current(pointer))));
+        g.gauge(PEER_ESTIMATES, FragstateMetrics::peerEstimates);
         g.meter("bytesWrittenPerSecond", new MeterView(gauges.get("bytesWritten")));
         g.meter("bytesReadPerSecond", new MeterView(gauges.get("bytesRead")));
     }

@@ -7,6 +7,7 @@ import io.fragstate.flink.ClusterKeys;
 import io.fragstate.flink.config.FragstateSettings;
 
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.fs.FSDataInputStream;
 import org.apache.flink.core.fs.FSDataOutputStream;
 import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.Path;
@@ -16,6 +17,7 @@ import org.apache.flink.metrics.Metric;
 import org.apache.flink.metrics.MetricGroup;
 import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -114,6 +116,16 @@ class FragstateMetricsTest {
         assertThat(gauge(m, "fragstate.fragmentsHeld")).isPositive();
         // the embedded mesh keeps its fragments in memory: on fragstate's own (counted) heap
         assertThat(gauge(m, "fragstate.heapBytes") - heap).isGreaterThanOrEqualTo(3 * 1024 * 1024 * 3 / 2);
+        // reading it back measures the holders: the per-peer estimates gauge lists them
+        try (FSDataInputStream in = p.getFileSystem().open(p)) {
+            in.readAllBytes();
+        }
+        FragstateMetrics.freshStats();
+        @SuppressWarnings("unchecked")
+        String peers = ((Gauge<String>) m.get("fragstate." + FragstateMetrics.PEER_ESTIMATES)).getValue();
+        JsonNode estimates = new ObjectMapper().readTree(peers);
+        assertThat(estimates.isArray() && estimates.size() >= 4).as(peers).isTrue();
+        assertThat(estimates.get(0).get("bytesPerS").asLong()).as(peers).isPositive();
         p.getFileSystem().delete(p, false);
     }
 

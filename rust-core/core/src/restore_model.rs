@@ -91,8 +91,8 @@ pub const TIMING_FLOOR_S: f64 = 0.002;
 /// client's `max_inflight_bytes`). More only lengthens the queue in front of
 /// the reader's link. Measured with `ci/bench-adaptive.sh`, setting c (300 MiB
 /// over 1 Gbit/s, 4 objects read at once, RS(4,2) with 1 MiB cells): with 4
-/// stripes ahead per object and no budget (up to 64 MiB in flight) 3.73 s
-/// uncompressed and 1.84 s with zstd:1; with this budget 2.66 s and 1.37 s
+/// stripes ahead per object and no budget (up to 64 MiB in flight) 3.75 s
+/// uncompressed and 1.85 s with zstd:1; with this budget 2.68 s and 1.41 s
 /// (limit 2.52 s and 1.28 s) — the manifest lookups of the next objects had
 /// waited behind the queued cells. README "How much a reader keeps in flight".
 pub const READ_AHEAD_BYTES: u64 = 8 << 20;

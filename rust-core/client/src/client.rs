@@ -21,7 +21,7 @@ use fragstate_core::version::WriteVersion;
 use crate::adaptive::{Adaptive, AdaptiveStats};
 use crate::buffers::StripeBuffers;
 use crate::config::ClientConfig;
-use crate::ctx::{bump, broadcast_delete, timed, Counters, Ctx, InflightBytes, PeerSpeeds};
+use crate::ctx::{bump, broadcast_delete, timed, Counters, Ctx, InflightBytes, PeerSpeeds, PeerStats};
 use crate::reader::ObjectReader;
 use crate::transport::Transport;
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
@@ -71,19 +71,6 @@ pub struct ClientStats {
     pub peers: Vec<PeerStats>,
 }
 
-/// One peer as this client's transfers measured it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PeerStats {
-    pub node: String,
-    /// Smoothed bytes per second of whole requests (round trip included).
-    pub bytes_per_s: u64,
-    pub samples: u64,
-    /// Milliseconds since the last sample.
-    pub age_ms: u64,
-    /// Whether reads and adaptive mode go by it (enough samples, recent enough).
-    pub trusted: bool,
-}
 
 #[derive(Clone)]
 pub struct Client {

@@ -47,6 +47,20 @@ pub(crate) struct Counters {
     pub fetch_sources: std::sync::Mutex<HashSet<NodeId>>,
 }
 
+/// One peer as this client's transfers measured it.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PeerStats {
+    pub node: String,
+    /// Smoothed bytes per second of whole requests (round trip included).
+    pub bytes_per_s: u64,
+    pub samples: u64,
+    /// Milliseconds since the last sample.
+    pub age_ms: u64,
+    /// Whether reads and adaptive mode go by it (enough samples, recent enough).
+    pub trusted: bool,
+}
+
 /// What this client measured of each peer's cell answers (adaptive reads,
 /// issue 14): effective throughput of whole requests, queueing included.
 /// At most [`PeerSpeeds::MAX_PEERS`] peers; the longest unseen goes first.
@@ -71,12 +85,12 @@ impl PeerSpeeds {
     }
 
     /// Every peer's estimate, by node id.
-    pub fn snapshot(&self) -> Vec<crate::client::PeerStats> {
+    pub fn snapshot(&self) -> Vec<PeerStats> {
         let now = now_unix_ms();
         let m = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let mut all: Vec<_> = m
             .iter()
-            .map(|(n, e)| crate::client::PeerStats {
+            .map(|(n, e)| PeerStats {
                 node: n.to_string(),
                 bytes_per_s: e.bytes_per_s as u64,
                 samples: e.samples,

@@ -25,5 +25,6 @@ pub mod scrubber;
 pub mod transport;
 pub mod writer;
 
-pub use client::{Client, ClientStats, PeerStats};
+pub use client::{Client, ClientStats};
+pub use ctx::PeerStats;
 pub use config::{AdaptiveConfig, ClientConfig};

@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
@@ -70,7 +69,6 @@ pub struct ClientStats {
     /// fragment uploads), by node id; what reads and adaptive mode go by.
     pub peers: Vec<PeerStats>,
 }
-
 
 #[derive(Clone)]
 pub struct Client {

@@ -113,7 +113,7 @@ pub(crate) fn bump(c: &AtomicU64, by: u64) {
     c.fetch_add(by, Ordering::Relaxed);
 }
 
-/// The client's budget of object bytes in stripes requested and not yet
+/// The client's budget of stored bytes in stripes requested and not yet
 /// arrived ([`ClientConfig::max_inflight_bytes`]), shared FIFO by its readers.
 pub(crate) struct InflightBytes {
     /// Permits are KiB (a semaphore takes at most `u32` permits at once).

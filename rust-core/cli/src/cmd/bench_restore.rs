@@ -265,7 +265,10 @@ fn read(a: ReadArgs) -> Result<()> {
                 .await?;
             let seconds = t.elapsed().as_secs_f64();
             // Per object: the manifest lookup (open) and open-to-last-byte.
-            let spread = |v: Vec<f64>| json!({ "median": median(v.clone()), "max": v.iter().copied().fold(0.0, f64::max) });
+            let spread = |v: Vec<f64>| {
+                let max = v.iter().copied().fold(0.0, f64::max);
+                json!({ "median": median(v), "max": max })
+            };
             let open_ms = spread(objects.iter().map(|o| o.1).collect());
             let object_ms = spread(objects.iter().map(|o| o.2).collect());
             let mut settings: Vec<String> = objects.into_iter().map(|o| o.0).collect();

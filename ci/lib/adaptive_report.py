@@ -181,7 +181,7 @@ def results_md(rows, ver):
                 check = (f" The model against the measurement: {scaled:.2f} s predicted for the {ad['stateBytes'] / 2**20:.0f} MiB "
                          f"with every holder up ({intact:.2f} s for the {d['stateBytes'] / 2**20:.0f} MiB the decision saw, scaled), "
                          f"{ad['restoreMedianS']:.2f} s measured ({ad['restoreMedianS'] / scaled:.2f}×).")
-            lines += ["", f"Adaptive's last decision: phase {d['phase']}, {d['reason']}; predicted mean over single-holder losses "
+            lines += ["", f"Adaptive's last decision: phase {d['phase']}, {d['reason']}; expected restore when one node fails "
                       f"{d['predictedRestoreS']:.2f} s vs the configured setting's {d['configuredRestoreS']:.2f} s; "
                       f"{d['measuredNodes']} of {d['candidateNodes']} nodes measured; link taken as {d['linkBytesPerS'] / 1e6:.0f} MB/s.{check}"]
         lines.append("")

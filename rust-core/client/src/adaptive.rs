@@ -51,7 +51,7 @@ pub struct AdaptiveStats {
     pub cell_size: u64,
     /// 0: no compression.
     pub zstd_level: u64,
-    /// Predicted mean restore over single-holder losses: chosen, configured (ms).
+    /// Predicted restore when one node fails (expected over which): chosen, configured (ms).
     pub predicted_restore_ms: u64,
     pub configured_restore_ms: u64,
     /// Candidates with a trusted estimate at the decision.

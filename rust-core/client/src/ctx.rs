@@ -152,9 +152,17 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
-    /// The holders of a new object `key` with `params`, among the nodes live now.
+    /// The holders of a new object `key` with `params`, among the nodes live
+    /// now; in adaptive mode clearly slow nodes only for what the others
+    /// cannot take ([`fragstate_core::adaptive::place_new_object`]).
     pub fn place_new_object(&self, key: &[u8], params: CodingParams) -> Result<Placement> {
-        placement::place(key, &self.candidates(), params.fragments(), &HashSet::new(), &HashSet::new(), self.cfg.placement, (params.k(), params.m()))
+        let candidates = self.candidates();
+        if self.adaptive.is_none() {
+            return placement::place(key, &candidates, params.fragments(), &HashSet::new(), &HashSet::new(), self.cfg.placement, (params.k(), params.m()));
+        }
+        let estimates = self.peer_speeds.of(candidates.iter().map(|n| &n.id));
+        let speeds = fragstate_core::adaptive::trusted_speeds(&estimates, now_unix_ms());
+        fragstate_core::adaptive::place_new_object(key, &candidates, &speeds, &params, self.cfg.placement)
     }
 
     /// Live storage nodes a new object may go to (the excluded node left out).

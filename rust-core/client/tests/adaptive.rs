@@ -38,13 +38,12 @@ fn slow_holders_take_parity_and_the_next_phase_is_decided_from_the_measurements(
         let st = c.stats().adaptive;
         assert_eq!((st.phase, st.data_fragments, st.parity_fragments), (1, 4, 2), "{st:?}");
         assert!(st.last_decision.as_ref().unwrap().reason.contains("too few measured nodes"), "{st:?}");
-        // every node was measured while it took fragments: from now on no slow node holds data
+        // every node was measured while it took fragments: from now on the slow
+        // nodes hold nothing (the six fast ones take RS(4,2)'s six fragments)
         for i in 0..6 {
             let man = write(&c, &format!("measured-{i}"), &data, 1 << 20).await;
-            let k = man.params.k();
-            assert!(man.holders[..k].iter().all(|h| !slow.contains(h)), "slow node among the data holders of measured-{i}: {:?}", man.holders);
+            assert!(man.holders.iter().all(|h| !slow.contains(h)), "slow node among the holders of measured-{i}: {:?}", man.holders);
         }
-        assert!(c.stats().holders_moved_to_parity > 0, "{:?}", c.stats());
         // the per-peer estimates in the stats: every node measured, the slow ones slowest
         let peers = c.stats().peers;
         assert_eq!(peers.len(), 8, "{peers:?}");
@@ -96,7 +95,8 @@ fn bad_adaptive_settings_are_errors_naming_the_value_and_the_range() {
 #[test]
 fn a_holder_that_becomes_slow_mid_run_loses_its_data_fragments() {
     rt().block_on(async {
-        let mesh = Mesh::in_memory(8, u64::MAX);
+        // six nodes for RS(4,2): the slow one must stay a holder, and takes parity
+        let mesh = Mesh::in_memory(6, u64::MAX);
         let ids = mesh.node_ids();
         let c = Client::new(mesh.clone(), adaptive(Duration::from_secs(3600), 1.5)).unwrap();
         let data = payload(4 << 20, 5);

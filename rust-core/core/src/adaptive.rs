@@ -3,9 +3,13 @@
 //! object's holders take its data fragments. No I/O: the measurements come in
 //! as numbers ([`PeerEstimate`]s, the writer's own codec figures).
 //!
-//! Holders are chosen by [`placement`] exactly as without adaptive mode
-//! (capacity-weighted rendezvous, one per failure domain), so load balance and
-//! the data a join or leave moves stay as they are. Adaptive mode decides
+//! Adaptive mode decides
+//! - which nodes hold a new object ([`place_new_object`]): [`placement`]'s
+//!   capacity-weighted rendezvous, one per failure domain, but over the nodes
+//!   not clearly slow first; a clearly slow node gets only the fragments the
+//!   others cannot take. This trades balance for restore speed: fast nodes
+//!   fill faster, so one that is nearly full loses its preference
+//!   ([`NEARLY_FULL_BELOW_MEDIAN`]). Without slow nodes it is plain placement;
 //! - which chosen holders take data fragments ([`data_first`]): a holder
 //!   measured at least [`SLOW_FACTOR`] times slower than the median of the
 //!   object's measured holders takes a parity fragment, up to `m` of them. A
@@ -13,8 +17,9 @@
 //!   reconstructs;
 //! - the parameters ([`decide_phase`]): every setting within the bounds is
 //!   scored by the model of [`crate::restore_model`] over the holders that
-//!   placement gives [`LAYOUT_SAMPLES`] sample keys, fragments assigned by
-//!   [`data_first`], averaged over the loss of each one holder. The best
+//!   [`place_new_object`] gives [`LAYOUT_SAMPLES`] sample keys, fragments assigned by
+//!   [`data_first`], its expected restore when one node fails (the writer's
+//!   own or any candidate, [`expected_over_one_failure`]). The best
 //!   replaces the configured parameters only when it is predicted at least
 //!   [`MIN_GAIN`] faster, so noise in the estimates does not flip settings.
 //!
@@ -40,8 +45,9 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::params::{CodingParams, Compression};
-use crate::placement::{self, NodeInfo, PlacementPolicy};
-use crate::restore_model::{choose_params_over, mean_over_single_losses, median, predict_restore, AdaptiveBounds, Holder, PeerEstimate, ReaderFigures};
+use crate::ids::NodeId;
+use crate::placement::{self, NodeInfo, Placement, PlacementPolicy};
+use crate::restore_model::{choose_params_over, expected_over_one_failure, median, predict_restore, AdaptiveBounds, Holder, PeerEstimate, ReaderFigures};
 
 /// A holder this many times slower than the median of an object's holders takes parity.
 pub const SLOW_FACTOR: f64 = 2.0;
@@ -75,6 +81,49 @@ pub fn data_first<T: Clone>(nodes: &[T], speeds: &[Option<f64>], m: usize) -> (V
     (order, moved)
 }
 
+/// A fast node counts as preferred only while its free bytes are at least the
+/// candidates' median over this (it would otherwise fill first: fast nodes
+/// take more fragments in adaptive mode).
+pub const NEARLY_FULL_BELOW_MEDIAN: u64 = 4;
+
+/// The holders of a new object in adaptive mode: the `params.fragments()`
+/// nodes placement chooses among the candidates *not* clearly slow (same test
+/// as [`data_first`], against the median of all measured candidates; unmeasured
+/// and nearly full ones are not preferred / not slow as the module docs say),
+/// and only the fragments those cannot take (too few of them or of their
+/// failure domains) on the others, ranked by placement too. With no clearly
+/// slow candidate it is exactly [`placement::place`]. `speeds` are the
+/// candidates' trusted speeds ([`trusted_speeds`]), in their order.
+pub fn place_new_object(key: &[u8], candidates: &[NodeInfo], speeds: &[Option<f64>], params: &CodingParams, policy: PlacementPolicy) -> Result<Placement> {
+    let (count, km) = (params.fragments(), (params.k(), params.m()));
+    let plain = || placement::place(key, candidates, count, &HashSet::new(), &HashSet::new(), policy, km);
+    let Some(median_speed) = median(speeds.iter().flatten().copied().collect()) else { return plain() };
+    let median_free = median(candidates.iter().map(|n| n.free_bytes as f64).collect()).unwrap_or(0.0);
+    let preferred: Vec<NodeInfo> = candidates
+        .iter()
+        .zip(speeds)
+        .filter(|(n, s)| !s.is_some_and(|s| s * SLOW_FACTOR < median_speed) && n.free_bytes as f64 * NEARLY_FULL_BELOW_MEDIAN as f64 >= median_free)
+        .map(|(n, _)| n.clone())
+        .collect();
+    let preferred_domains = preferred.iter().map(|n| &*n.domain).collect::<HashSet<_>>().len();
+    let first_count = count.min(preferred_domains);
+    if preferred.len() == candidates.len() || first_count == 0 {
+        return plain();
+    }
+    let tiered = || -> Result<Placement> {
+        let first = placement::place(key, &preferred, first_count, &HashSet::new(), &HashSet::new(), PlacementPolicy::default(), km)?;
+        let avoid: HashSet<NodeId> = first.nodes.iter().map(|n| n.id.clone()).collect();
+        let taken: HashSet<&str> = first.nodes.iter().map(|n| &*n.domain).collect();
+        let rest = placement::place(key, candidates, count - first_count, &avoid, &taken, policy, km)?;
+        let mut nodes: Vec<NodeInfo> = first.nodes.into_iter().chain(rest.nodes).collect();
+        // data or parity is data_first's to decide, as after plain placement
+        placement::fragment_order(key, &mut nodes);
+        Ok(Placement { nodes, shared_domains: rest.shared_domains })
+    };
+    // the plain placement's error names the real shortage (all candidates)
+    tiered().or_else(|_| plain())
+}
+
 /// What a phase decision rests on.
 pub struct PhaseInput<'a> {
     /// The phase being decided (counted from 1).
@@ -106,7 +155,7 @@ pub struct PhaseDecision {
     pub phase: u64,
     /// Parameters of the phase's new objects.
     pub params: CodingParams,
-    /// Their predicted mean restore over single-holder losses.
+    /// Their expected restore when one node fails (the writer or a candidate, [`expected_over_one_failure`]).
     pub predicted_restore_s: f64,
     /// The configured parameters' predicted mean restore, same measurements.
     pub configured_restore_s: f64,
@@ -169,7 +218,7 @@ pub fn decide_phase(input: &PhaseInput<'_>, reader: impl Fn(Compression) -> Read
         if ls.is_empty() {
             return f64::NAN;
         }
-        ls.iter().map(|l| mean_over_single_losses(input.state_bytes, p, l, &reader(p.compression()))).sum::<f64>() / ls.len() as f64
+        ls.iter().map(|l| expected_over_one_failure(input.state_bytes, p, l, &reader(p.compression()), input.candidates.len() + 1)).sum::<f64>() / ls.len() as f64
     };
     let intact = |p: &CodingParams| {
         let ls = layouts(p);
@@ -186,13 +235,13 @@ pub fn decide_phase(input: &PhaseInput<'_>, reader: impl Fn(Compression) -> Read
     let beats_configured = |s: f64| configured_restore_s.is_nan() || s < configured_restore_s * (1.0 - MIN_GAIN);
     let decision = match choice {
         Err(e) => keep(e.to_string(), configured_restore_s, 0),
-        Ok(c) if !beats_configured(c.mean_restore_s) => {
+        Ok(c) if !beats_configured(c.expected_restore_s) => {
             keep(format!("configured is within {:.0} % of the best ({})", MIN_GAIN * 100.0, describe(&c.params)), configured_restore_s, c.considered)
         }
         Ok(c) => PhaseDecision {
             phase: input.phase,
             params: c.params,
-            predicted_restore_s: c.mean_restore_s,
+            predicted_restore_s: c.expected_restore_s,
             configured_restore_s,
             measured_nodes: measured,
             candidate_nodes: input.candidates.len(),
@@ -213,7 +262,7 @@ fn layouts(input: &PhaseInput<'_>, speeds: &[Option<f64>], own_rate: &[f64], par
     (0..LAYOUT_SAMPLES)
         .filter_map(|j| {
             let key = format!("fragstate adaptive layout {j}");
-            let p = placement::place(key.as_bytes(), input.candidates, params.fragments(), &HashSet::new(), &HashSet::new(), input.policy, (params.k(), params.m())).ok()?;
+            let p = place_new_object(key.as_bytes(), input.candidates, speeds, params, input.policy).ok()?;
             let idx: Vec<usize> = p.nodes.iter().filter_map(|n| index_of(&n.id)).collect();
             let s: Vec<Option<f64>> = idx.iter().map(|&i| speeds[i]).collect();
             let (ordered, _) = data_first(&idx, &s, params.m());

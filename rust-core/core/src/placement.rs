@@ -153,13 +153,18 @@ pub fn place(
             reason,
         });
     }
-    // Which holder gets which fragment index is decided without the weights
-    // (and with a hash independent of the one that chose them): otherwise the
-    // largest nodes, ranked first for nearly every object, would hold the data
-    // fragments of all of them and serve every read alone.
-    let order = |n: &NodeInfo| node_key_hash(key, n, FRAGMENT_ORDER);
-    chosen.sort_by(|a, b| order(b).cmp(&order(a)).then_with(|| a.id.cmp(&b.id)));
+    fragment_order(key, &mut chosen);
     Ok(Placement { nodes: chosen, shared_domains })
+}
+
+/// Puts an object's chosen holders in fragment order (the `i`-th takes
+/// fragment `i`). Decided without the weights (and with a hash independent of
+/// the one that chose them): otherwise the largest nodes, ranked first for
+/// nearly every object, would hold the data fragments of all of them and
+/// serve every read alone.
+pub fn fragment_order(key: &[u8], holders: &mut [NodeInfo]) {
+    let order = |n: &NodeInfo| node_key_hash(key, n, FRAGMENT_ORDER);
+    holders.sort_by(|a, b| order(b).cmp(&order(a)).then_with(|| a.id.cmp(&b.id)));
 }
 
 #[cfg(test)]

@@ -16,11 +16,17 @@
 //! - CPU: `W/reconstruct` when a parity holder is among the `k`, plus
 //!   `S/decompress` when compressed.
 //!
-//! The choice ([`choose_params`]) minimises the mean predicted restore over
-//! the loss of any one holder (the restoring TaskManager holds none of its own
-//! state's fragments), with data fragments planned on the fastest nodes and
-//! parity on the next, within the bounds: at least the configured parity, at
-//! most the storage overhead `(k+m)/k` allowed.
+//! The choice ([`choose_params`]) minimises the expected restore when one
+//! node fails, each node as likely ([`expected_over_one_failure`]): the
+//! writer's own TaskManager (it holds none of its state's fragments, so its
+//! replacement reads them all intact), one of the object's holders (the
+//! restore, after a restart of the whole job, reads around the loss), or any
+//! other node (intact again). Data fragments are planned on the fastest nodes
+//! and parity on the next, within the bounds: at least the configured parity,
+//! at most the storage overhead `(k+m)/k` allowed. (Until 2026-12-03 it was
+//! the mean over the loss of each holder only, which charged every setting as
+//! if a holder were always lost and so favoured wide stripes over a layout
+//! that keeps every data fragment on the fast nodes; `adaptive.rs` tests.)
 
 use serde::Serialize;
 
@@ -225,34 +231,39 @@ pub struct AdaptiveBounds {
     pub compressions: Vec<Compression>,
 }
 
-/// The parameters chosen and their predicted mean restore time over single-holder losses.
+/// The parameters chosen and their expected restore time when one node fails ([`expected_over_one_failure`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ParamChoice {
     /// The parameters chosen.
     pub params: CodingParams,
-    /// Their predicted restore, averaged over the loss of each one holder.
-    pub mean_restore_s: f64,
+    /// Their expected restore when one node fails.
+    pub expected_restore_s: f64,
     /// The prediction with every holder up.
     pub intact: RestorePrediction,
     /// Settings compared.
     pub considered: usize,
 }
 
-/// The mean predicted restore of `state_bytes` from `layout` (holders in
-/// fragment order) over the loss of each one holder; infinite without parity.
-pub fn mean_over_single_losses(state_bytes: f64, params: &CodingParams, layout: &[Holder], reader: &ReaderFigures) -> f64 {
+/// The expected restore of `state_bytes` from `layout` (holders in fragment
+/// order) when one of `nodes` fails, each as likely (`nodes`: the writer and
+/// every candidate; at least the holders): a holder's loss leaves the others,
+/// any other node's (the writer's own included, which holds none of its
+/// state) leaves the layout intact. Infinite without parity.
+pub fn expected_over_one_failure(state_bytes: f64, params: &CodingParams, layout: &[Holder], reader: &ReaderFigures, nodes: usize) -> f64 {
     if params.m() == 0 || layout.is_empty() {
         return f64::INFINITY;
     }
     let planned: Vec<Option<Holder>> = layout.iter().copied().map(Some).collect();
-    (0..planned.len())
+    let restore = |h: &[Option<Holder>]| predict_restore(state_bytes, params, h, reader).map_or(f64::INFINITY, |p| p.seconds);
+    let losses: f64 = (0..planned.len())
         .map(|lost| {
             let mut h = planned.clone();
             h[lost] = None;
-            predict_restore(state_bytes, params, &h, reader).map_or(f64::INFINITY, |p| p.seconds)
+            restore(&h)
         })
-        .sum::<f64>()
-        / planned.len() as f64
+        .sum();
+    let nodes = nodes.max(planned.len());
+    (losses + (nodes - planned.len()) as f64 * restore(&planned)) / nodes as f64
 }
 
 /// Chooses `(k, m, cell, compression)` for `state_bytes` over the candidate
@@ -269,7 +280,8 @@ pub fn choose_params(state_bytes: f64, nodes: &[Holder], bounds: &AdaptiveBounds
 /// [`choose_params`] over the holders `layouts(params)` gives for each
 /// setting (one or more layouts in fragment order, each of `k + m` holders;
 /// none when the setting cannot be placed): the setting with the lowest
-/// [`mean_over_single_losses`], averaged over its layouts, wins.
+/// [`expected_over_one_failure`] of one of the `node_count` candidates or the
+/// writer, averaged over its layouts, wins.
 pub fn choose_params_over(
     state_bytes: f64,
     node_count: usize,
@@ -297,9 +309,9 @@ pub fn choose_params_over(
                     let planned: Vec<Option<Holder>> = first.iter().copied().map(Some).collect();
                     let Some(intact) = predict_restore(state_bytes, &params, &planned, &figures) else { continue };
                     considered += 1;
-                    let mean_restore_s = layouts.iter().map(|l| mean_over_single_losses(state_bytes, &params, l, &figures)).sum::<f64>() / layouts.len() as f64;
-                    if best.as_ref().is_none_or(|b| mean_restore_s < b.mean_restore_s) {
-                        best = Some(ParamChoice { params, mean_restore_s, intact, considered: 0 });
+                    let expected_restore_s = layouts.iter().map(|l| expected_over_one_failure(state_bytes, &params, l, &figures, node_count + 1)).sum::<f64>() / layouts.len() as f64;
+                    if best.as_ref().is_none_or(|b| expected_restore_s < b.expected_restore_s) {
+                        best = Some(ParamChoice { params, expected_restore_s, intact, considered: 0 });
                     }
                 }
             }
@@ -394,7 +406,7 @@ mod tests {
         let d = predict_restore(300e6, &rs(4, 2), &default_slow, &reader(Compression::None)).unwrap();
         default_slow[1] = None;
         let d_lost = predict_restore(300e6, &rs(4, 2), &default_slow, &reader(Compression::None)).unwrap();
-        assert!(c.mean_restore_s < d_lost.seconds && c.intact.seconds <= d.seconds + 1e-9, "{c:?} vs {d:?} / {d_lost:?}");
+        assert!(c.expected_restore_s < d_lost.seconds && c.intact.seconds <= d.seconds + 1e-9, "{c:?} vs {d:?} / {d_lost:?}");
         assert!(c.considered > 10);
     }
 

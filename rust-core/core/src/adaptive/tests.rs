@@ -105,22 +105,20 @@ fn equal_nodes_keep_the_configured_parameters() {
 }
 
 #[test]
-fn two_slow_nodes_of_seven_get_more_parity_within_the_budget() {
+fn two_slow_nodes_of_seven_hold_only_parity_and_cost_the_configured_setting_nothing() {
     // setting (a) of issue 14 seen from one writer: two of the other seven behind 20 Mbit/s
     let c = nodes(7);
-    let mut e = vec![est(GBIT / 4.0); 7];
+    let b = bounds(2.0);
+    let fast = vec![est(GBIT / 4.0); 7];
+    let mut e = fast.clone();
     e[2] = est(20.0 * MBIT);
     e[5] = est(20.0 * MBIT);
-    let b = bounds(2.0);
-    let d = decide_phase(&input(&c, &e, &b), reader);
-    assert_eq!(d.reason, "chosen", "{d:?}");
-    assert!(d.params.m() >= 2 && d.params.storage_overhead() <= 2.0, "{d:?}");
-    assert!(d.predicted_restore_s < 0.5 * d.configured_restore_s, "{d:?}");
-    // with the configured storage budget (1.5) only RS(4,2) fits on 7 nodes: kept, the slow ones
-    // then take parity through data_first (already in the configured prediction)
-    let tight = bounds(1.5);
-    let d = decide_phase(&input(&c, &e, &tight), reader);
-    assert_eq!((d.params.k(), d.params.m()), (4, 2), "{d:?}");
+    let with_slow = decide_phase(&PhaseInput { link_bytes_per_s: Some(GBIT), ..input(&c, &e, &b) }, reader);
+    let all_fast = decide_phase(&PhaseInput { link_bytes_per_s: Some(GBIT), ..input(&c, &fast, &b) }, reader);
+    assert!(with_slow.params.m() >= 2 && with_slow.params.storage_overhead() <= 2.0, "{with_slow:?}");
+    // RS(4,2) on five fast nodes and one slow parity holder: read intact as if all were fast
+    assert!((with_slow.configured_restore_s - all_fast.configured_restore_s).abs() < 0.5 * all_fast.configured_restore_s, "{with_slow:?} vs {all_fast:?}");
+    assert!(with_slow.predicted_intact_s <= 1.01 * all_fast.predicted_intact_s, "{with_slow:?} vs {all_fast:?}");
 }
 
 #[test]
@@ -155,4 +153,96 @@ fn a_measured_link_replaces_the_sum_of_the_estimates_and_makes_compression_pay()
     assert_eq!(measured.link_bytes_per_s, GBIT);
     assert_eq!(measured.params.compression(), Compression::Zstd { level: 1 }, "{measured:?}");
     assert!(measured.predicted_intact_s > 0.0 && measured.predicted_intact_s <= measured.predicted_restore_s + 1e-9, "{measured:?}");
+}
+
+fn speeds_of(estimates: &[Option<PeerEstimate>]) -> Vec<Option<f64>> {
+    trusted_speeds(estimates, 2_000)
+}
+
+fn key(j: usize) -> Vec<u8> {
+    format!("state/chk-{j}").into_bytes()
+}
+
+#[test]
+fn without_slow_nodes_new_objects_are_placed_exactly_as_without_adaptive_mode() {
+    let c = nodes(8);
+    let p = CodingParams::default();
+    for speeds in [vec![None; 8], speeds_of(&vec![est(GBIT / 4.0); 8])] {
+        for j in 0..50 {
+            let plain = placement::place(&key(j), &c, 6, &HashSet::new(), &HashSet::new(), PlacementPolicy::default(), (4, 2)).unwrap();
+            assert_eq!(place_new_object(&key(j), &c, &speeds, &p, PlacementPolicy::default()).unwrap(), plain);
+        }
+    }
+}
+
+#[test]
+fn slow_nodes_get_only_the_fragments_the_fast_ones_cannot_take() {
+    // setting (b) of issue 14: half of eight nodes at 100 Mbit/s
+    let c = nodes(8);
+    let mut e = vec![est(GBIT); 8];
+    for i in 0..4 {
+        e[i] = est(100.0 * MBIT);
+    }
+    let speeds = speeds_of(&e);
+    let slow = |n: &NodeInfo| c[..4].iter().any(|s| s.id == n.id);
+    let rs42 = CodingParams::default();
+    let mut slow_holders = std::collections::HashMap::<NodeId, usize>::new();
+    for j in 0..200 {
+        let p = place_new_object(&key(j), &c, &speeds, &rs42, PlacementPolicy::default()).unwrap();
+        assert_eq!(p.nodes.iter().filter(|n| slow(n)).count(), 2, "RS(4,2): the four fast nodes and two slow ones");
+        assert_eq!(p.nodes.iter().map(|n| &n.id).collect::<HashSet<_>>().len(), 6);
+        for n in p.nodes.iter().filter(|n| slow(n)) {
+            *slow_holders.entry(n.id.clone()).or_default() += 1;
+        }
+        // and data_first then gives the slow two the parity positions
+        let s: Vec<Option<f64>> = p.nodes.iter().map(|n| speeds[c.iter().position(|x| x.id == n.id).unwrap()]).collect();
+        let (order, _) = data_first(&p.nodes, &s, 2);
+        assert!(order[..4].iter().all(|n| !slow(n)), "{order:?}");
+    }
+    // the slow nodes share the parity fragments by rendezvous
+    assert_eq!(slow_holders.len(), 4);
+    assert!(slow_holders.values().all(|&n| n > 50), "{slow_holders:?}");
+    // RS(6,2) needs all eight
+    let rs62 = CodingParams::new(6, 2, 1 << 20, Compression::None).unwrap();
+    assert_eq!(place_new_object(&key(1), &c, &speeds, &rs62, PlacementPolicy::default()).unwrap().nodes.len(), 8);
+    // too few nodes: the plain placement's error, naming all eight
+    let rs66 = CodingParams::new(6, 6, 1 << 20, Compression::None).unwrap();
+    let e = place_new_object(&key(1), &c, &speeds, &rs66, PlacementPolicy::default()).unwrap_err().to_string();
+    assert!(e.contains("12") && e.contains('8'), "{e}");
+}
+
+#[test]
+fn a_nearly_full_fast_node_and_a_shared_domain_lose_the_preference() {
+    let mut c = nodes(8);
+    let mut e = vec![est(GBIT); 8];
+    e[0] = est(10.0 * MBIT);
+    e[1] = est(10.0 * MBIT);
+    // node-2 is fast but nearly full; node-3 shares node-4's domain
+    c[2].free_bytes = (1 << 30) / (NEARLY_FULL_BELOW_MEDIAN + 1);
+    c[3].domain = c[4].domain.clone();
+    let speeds = speeds_of(&e);
+    for j in 0..100 {
+        let p = place_new_object(&key(j), &c, &speeds, &CodingParams::default(), PlacementPolicy::default()).unwrap();
+        let ids: HashSet<&str> = p.nodes.iter().map(|n| n.id.as_str()).collect();
+        // four fast domains (node-3/4, 5, 6, 7) first, then two of node-0, node-1, node-2
+        assert!(["node-5", "node-6", "node-7"].iter().all(|n| ids.contains(n)), "{ids:?}");
+        assert_eq!(ids.contains("node-3") as u8 + ids.contains("node-4") as u8, 1, "{ids:?}");
+        assert_eq!(p.nodes.iter().map(|n| &*n.domain).collect::<HashSet<_>>().len(), 6);
+    }
+}
+
+#[test]
+fn half_slow_nodes_make_the_decision_read_only_the_fast_ones() {
+    // setting (b) once more: the model now sees that RS(4,2) keeps every data
+    // fragment on the four fast nodes, while RS(6,2) needs two slow data holders
+    let c = nodes(8);
+    let mut e = vec![est(GBIT); 8];
+    for i in 0..4 {
+        e[i] = est(100.0 * MBIT);
+    }
+    let b = bounds(1.5);
+    let d = decide_phase(&PhaseInput { link_bytes_per_s: Some(GBIT), ..input(&c, &e, &b) }, reader);
+    assert!(d.params.k() <= 4, "{d:?}");
+    // every byte through the writer's link, none from a slow node: state / link
+    assert!(d.predicted_intact_s < 1.2 * 300e6 / GBIT, "{d:?}");
 }

@@ -289,6 +289,23 @@ fn library_node_in_cluster_mode_writes_and_reads_over_the_network() {
     // The object is visible to the command-line client too.
     assert_eq!(c.get("/lib/obj").unwrap(), data);
     assert!(node.stats_json().contains("\"network\""));
+    // `fragstate stats` shows what the library node's client measured of each peer it read from
+    let json = String::from_utf8_lossy(&c.cli(&["stats", "--json"], 7).stdout).to_string();
+    let mine: serde_json::Value = json.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).find(|v| v["node"] == me.as_str()).expect(&json);
+    assert_eq!(mine["client"]["objectsWritten"], 1, "{mine}");
+    let peers = mine["client"]["peers"].as_array().unwrap();
+    // adaptive mode off: reads measure (the four data holders), uploads do not
+    assert!(peers.len() >= 4 && peers.iter().all(|p| p["samples"].as_u64() > Some(0) && p["bytesPerS"].as_u64() > Some(0)), "{mine}");
+    // the standalone storage nodes have no client of their own
+    assert!(json.lines().filter(|l| !l.contains(me.as_str())).all(|l| l.contains("\"client\":null")), "{json}");
+    let human = String::from_utf8_lossy(&c.cli(&["stats"], 7).stdout).to_string();
+    assert_eq!(human.lines().filter(|l| l.starts_with("  peer=")).count(), peers.len(), "{human}");
+    // a speed probe is answered with the bytes asked for, up to the limit, and refused beyond it
+    let net = node.net().unwrap();
+    let peer = fragstate_core::ids::NodeId::from(peers[0]["node"].as_str().unwrap().to_string());
+    rt.block_on(fragstate_client::transport::Transport::probe(net, &peer, fragstate_net::wire::MAX_PROBE_BYTES)).unwrap();
+    let e = rt.block_on(fragstate_client::transport::Transport::probe(net, &peer, fragstate_net::wire::MAX_PROBE_BYTES + 1)).unwrap_err().to_string();
+    assert!(e.contains("probe bytes") && e.contains("1048577"), "{e}");
     drop(node);
     drop(rt);
 }

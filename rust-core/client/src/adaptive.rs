@@ -12,7 +12,7 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use fragstate_core::adaptive::{decide_phase, describe, PhaseDecision, PhaseInput};
 use fragstate_core::codec::{sample_zstd, ZstdSample};
@@ -36,7 +36,7 @@ const MIN_STATE_BYTES: f64 = (1 << 20) as f64;
 
 /// What adaptive mode did, for stats and metrics (all 0 while off or undecided,
 /// so that every gauge exists in either mode).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AdaptiveStats {
     /// Adaptive mode is on.
@@ -58,6 +58,10 @@ pub struct AdaptiveStats {
     pub measured_nodes: u64,
     /// The writer's link as the model took it (bytes per second).
     pub link_bytes_per_s: u64,
+    /// How fast this client encodes stripes (bytes per second, smoothed; 0
+    /// before the first). Measured on the real stripes as they are written, so
+    /// it falls when the CPU is busy or throttled: the model's CPU headroom.
+    pub codec_bytes_per_s: u64,
     /// The last decision as logged.
     pub last_decision: Option<PhaseDecision>,
 }
@@ -244,6 +248,7 @@ impl Adaptive {
             configured_restore_ms: s.last.as_ref().map_or(0, |d| ms(d.configured_restore_s)),
             measured_nodes: s.last.as_ref().map_or(0, |d| d.measured_nodes as u64),
             link_bytes_per_s: s.last.as_ref().map_or(0, |d| d.link_bytes_per_s as u64),
+            codec_bytes_per_s: s.codec_bytes_per_s.map_or(0, |r| r as u64),
             last_decision: s.last.clone(),
         }
     }

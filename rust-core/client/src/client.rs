@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use futures::stream::{FuturesUnordered, StreamExt};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 use fragstate_core::error::{Error, Result};
@@ -31,7 +31,7 @@ use crate::writer::ObjectWriter;
 pub const STRAGGLER_GRACE: Duration = Duration::from_millis(200);
 
 /// A snapshot of [`Counters`](crate::ctx), serializable to JSON for metrics.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientStats {
     pub objects_written: u64,
@@ -63,6 +63,8 @@ pub struct ClientStats {
     pub peers_fetched_from: u64,
     /// Holders of new objects moved to a parity position for being measured slow (adaptive mode).
     pub holders_moved_to_parity: u64,
+    /// Speed probes answered: peers no transfer had measured lately (adaptive mode).
+    pub speed_probes: u64,
     /// Adaptive mode's phase and decision (`enabled` false and zeros when it is off).
     pub adaptive: AdaptiveStats,
     /// What this client's own transfers show of each peer (cell answers and
@@ -90,6 +92,7 @@ impl Client {
             stripe_buffers: StripeBuffers::default(),
             reports_in_flight: Arc::default(),
             peer_speeds: PeerSpeeds::default(),
+            probes: Semaphore::new(crate::ctx::MAX_PROBES_IN_FLIGHT),
             adaptive,
         };
         Ok(Client { ctx: Arc::new(ctx) })
@@ -274,6 +277,13 @@ impl Client {
         true
     }
 
+    /// [`Client::stats`] for as long as this client lives (`None` after):
+    /// what a node reports of the client that uses it, without keeping it alive.
+    pub fn stats_source(&self) -> impl Fn() -> Option<ClientStats> + Send + Sync + 'static {
+        let ctx = Arc::downgrade(&self.ctx);
+        move || ctx.upgrade().map(|ctx| Client { ctx }.stats())
+    }
+
     pub fn stats(&self) -> ClientStats {
         let c = &self.ctx.counters;
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -296,6 +306,7 @@ impl Client {
             stripe_buffers_allocated: g(&self.ctx.stripe_buffers.allocated),
             peers_fetched_from: c.fetch_sources.lock().unwrap_or_else(|p| p.into_inner()).len() as u64,
             holders_moved_to_parity: g(&c.holders_moved_to_parity),
+            speed_probes: g(&c.speed_probes),
             adaptive: self.ctx.adaptive.as_ref().map(|a| a.stats()).unwrap_or_default(),
             peers: self.ctx.peer_speeds.snapshot(),
         }

@@ -15,7 +15,8 @@ use fragstate_core::error::{Error, Result};
 use fragstate_core::ids::{now_unix_ms, NodeId};
 use fragstate_core::params::CodingParams;
 use fragstate_core::placement::{self, Placement};
-use fragstate_core::restore_model::PeerEstimate;
+use fragstate_core::placement::NodeInfo;
+use fragstate_core::restore_model::{PeerEstimate, TRUSTED_FOR_MS, TRUSTED_SAMPLES};
 
 use crate::adaptive::Adaptive;
 use crate::buffers::StripeBuffers;
@@ -43,12 +44,14 @@ pub(crate) struct Counters {
     pub placement_failures: AtomicU64,
     /// Holders of new objects moved to a parity position for being slow (adaptive mode).
     pub holders_moved_to_parity: AtomicU64,
+    /// Speed probes answered (adaptive mode).
+    pub speed_probes: AtomicU64,
     /// Nodes that served at least one cell to this client.
     pub fetch_sources: std::sync::Mutex<HashSet<NodeId>>,
 }
 
 /// One peer as this client's transfers measured it.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PeerStats {
     pub node: String,
@@ -61,20 +64,55 @@ pub struct PeerStats {
     pub trusted: bool,
 }
 
-/// What this client measured of each peer's cell answers (adaptive reads,
-/// issue 14): effective throughput of whole requests, queueing included.
-/// At most [`PeerSpeeds::MAX_PEERS`] peers; the longest unseen goes first.
+/// Bytes of one speed probe: enough for a 20 Mbit/s link to show its rate
+/// (0.1 s), little on a fast one.
+pub const PROBE_BYTES: u32 = 256 << 10;
+/// A peer whose last sample is older than this is probed: half the time an
+/// estimate is trusted, so that a peer adaptive placement avoids (a slow one,
+/// which no upload measures any more) stays measured, neither mistaken for
+/// an unmeasured one nor left out once its link has recovered.
+pub const PROBE_AFTER_MS: u64 = TRUSTED_FOR_MS / 2;
+/// Peers probed at once by one client, at most.
+pub const MAX_PROBES_IN_FLIGHT: usize = 4;
+
+/// What this client measured of each peer's cell answers, uploads and speed
+/// probes (issue 14): effective throughput of whole requests, queueing
+/// included. At most [`PeerSpeeds::MAX_PEERS`] peers; the longest unseen goes first.
 #[derive(Default)]
-pub(crate) struct PeerSpeeds(std::sync::Mutex<HashMap<NodeId, PeerEstimate>>);
+pub(crate) struct PeerSpeeds {
+    estimates: std::sync::Mutex<HashMap<NodeId, PeerEstimate>>,
+    /// When each peer was last probed (Unix ms).
+    probed: std::sync::Mutex<HashMap<NodeId, u64>>,
+}
 
 impl PeerSpeeds {
     pub const MAX_PEERS: usize = 4096;
+
+    /// Of `nodes`, those without a sample for [`PROBE_AFTER_MS`] and not
+    /// probed as long; they count as probed from now.
+    pub fn due_for_probe(&self, nodes: &[NodeInfo], now: u64) -> Vec<NodeId> {
+        let estimates = self.estimates.lock().unwrap_or_else(|p| p.into_inner());
+        let mut probed = self.probed.lock().unwrap_or_else(|p| p.into_inner());
+        if probed.len() >= Self::MAX_PEERS {
+            probed.retain(|_, t| now.saturating_sub(*t) <= PROBE_AFTER_MS);
+        }
+        let recent = |t: u64| now.saturating_sub(t) <= PROBE_AFTER_MS;
+        let mut due = Vec::new();
+        for n in nodes {
+            let measured = estimates.get(&n.id).is_some_and(|e| e.samples >= TRUSTED_SAMPLES && recent(e.updated_unix_ms));
+            if !measured && !probed.get(&n.id).is_some_and(|&t| recent(t)) {
+                probed.insert(n.id.clone(), now);
+                due.push(n.id.clone());
+            }
+        }
+        due
+    }
 
     /// A transfer of `bytes` with `node` that took `seconds`: a cell from
     /// request to answer, or an uploaded fragment's time in its sends and ack.
     pub fn observe(&self, node: &NodeId, bytes: u64, seconds: f64) {
         let now = now_unix_ms();
-        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = self.estimates.lock().unwrap_or_else(|p| p.into_inner());
         if m.len() >= Self::MAX_PEERS && !m.contains_key(node) {
             if let Some(oldest) = m.iter().min_by_key(|(_, e)| e.updated_unix_ms).map(|(n, _)| n.clone()) {
                 m.remove(&oldest);
@@ -87,7 +125,7 @@ impl PeerSpeeds {
     /// Every peer's estimate, by node id.
     pub fn snapshot(&self) -> Vec<PeerStats> {
         let now = now_unix_ms();
-        let m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let m = self.estimates.lock().unwrap_or_else(|p| p.into_inner());
         let mut all: Vec<_> = m
             .iter()
             .map(|(n, e)| PeerStats {
@@ -104,7 +142,7 @@ impl PeerSpeeds {
 
     /// The estimates of `nodes`, in their order (`None`: not measured).
     pub fn of<'a>(&self, nodes: impl Iterator<Item = &'a NodeId>) -> Vec<Option<PeerEstimate>> {
-        let m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let m = self.estimates.lock().unwrap_or_else(|p| p.into_inner());
         nodes.map(|n| m.get(n).copied()).collect()
     }
 }
@@ -149,6 +187,8 @@ pub(crate) struct Ctx {
     pub peer_speeds: PeerSpeeds,
     /// Adaptive mode's phase state; `None` when off.
     pub adaptive: Option<Adaptive>,
+    /// Speed probes in flight ([`MAX_PROBES_IN_FLIGHT`]).
+    pub probes: Semaphore,
 }
 
 impl Ctx {
@@ -163,6 +203,36 @@ impl Ctx {
         let estimates = self.peer_speeds.of(candidates.iter().map(|n| &n.id));
         let speeds = fragstate_core::adaptive::trusted_speeds(&estimates, now_unix_ms());
         fragstate_core::adaptive::place_new_object(key, &candidates, &speeds, &params, self.cfg.placement)
+    }
+
+    /// In adaptive mode, probes the live candidates that no transfer measured
+    /// for [`PROBE_AFTER_MS`], except the `holders` of the object being
+    /// written (its uploads measure them): in the background, [`TRUSTED_SAMPLES`]
+    /// probes of [`PROBE_BYTES`] each (what a trusted estimate needs), at most
+    /// [`MAX_PROBES_IN_FLIGHT`] peers at once. A failed probe is not retried
+    /// before [`PROBE_AFTER_MS`].
+    pub fn probe_stale_peers(self: &Arc<Self>, holders: &[NodeInfo]) {
+        if self.adaptive.is_none() {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
+        let mut others = self.candidates();
+        others.retain(|n| !holders.iter().any(|h| h.id == n.id));
+        for node in self.peer_speeds.due_for_probe(&others, now_unix_ms()) {
+            let ctx = self.clone();
+            rt.spawn(async move {
+                let Ok(_slot) = ctx.probes.acquire().await else { return };
+                for _ in 0..TRUSTED_SAMPLES {
+                    let asked = std::time::Instant::now();
+                    if let Err(e) = timed(&ctx, &node, ctx.transport.probe(&node, PROBE_BYTES)).await {
+                        tracing::debug!(%node, error = %e, "speed probe failed");
+                        return;
+                    }
+                    ctx.peer_speeds.observe(&node, PROBE_BYTES as u64, asked.elapsed().as_secs_f64());
+                    bump(&ctx.counters.speed_probes, 1);
+                }
+            });
+        }
     }
 
     /// Live storage nodes a new object may go to (the excluded node left out).

@@ -197,6 +197,10 @@ impl Transport for Mesh {
         n.store.put_manifest(manifest)
     }
 
+    async fn probe(&self, node: &NodeId, _bytes: u32) -> Result<()> {
+        self.node(node)?.enter().await
+    }
+
     async fn get_manifest(&self, node: &NodeId, path: &str) -> Result<Option<Arc<Manifest>>> {
         let n = self.node(node)?;
         n.enter().await?;

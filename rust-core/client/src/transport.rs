@@ -45,6 +45,13 @@ pub trait Transport: Send + Sync + 'static {
     async fn report_corrupt(&self, _node: &NodeId, _key: &FragmentKey, _stripe: u32) -> Result<()> {
         Ok(())
     }
+
+    /// Asks `node` for `bytes` of nothing: a speed probe of a peer that no
+    /// transfer measured lately (adaptive mode). A transport without probes
+    /// fails it, and the peer stays unmeasured.
+    async fn probe(&self, node: &NodeId, _bytes: u32) -> Result<()> {
+        Err(fragstate_core::error::Error::NodeUnavailable { node: node.clone(), reason: "this transport has no speed probes".into() })
+    }
 }
 
 /// The receiving end of one fragment upload.

@@ -69,6 +69,7 @@ impl ObjectWriter {
         let codec = StripeCodec::new(params)?;
         let mut p = ctx.place_new_object(path.as_bytes(), params).inspect_err(|_| bump(&ctx.counters.placement_failures, 1))?;
         ctx.data_holders_first(&mut p, params);
+        ctx.probe_stale_peers(&p.nodes);
         if p.shared_domains {
             tracing::warn!(path, k = params.k(), m = params.m(), "fewer failure domains than fragments: some fragments share a domain");
         }

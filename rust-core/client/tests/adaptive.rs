@@ -78,6 +78,39 @@ fn adaptive_mode_off_reports_nothing_and_keeps_the_parameters() {
         assert_eq!(man.params, c.config().params);
         assert_eq!(c.stats().adaptive, fragstate_client::adaptive::AdaptiveStats::default(), "off: not enabled, all zeros");
         assert_eq!(c.stats().holders_moved_to_parity, 0);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(c.stats().speed_probes, 0, "off: no probes");
+    });
+}
+
+#[test]
+fn peers_no_upload_measured_are_probed_and_a_slow_one_is_then_left_out() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(8, u64::MAX);
+        let ids = mesh.node_ids();
+        mesh.slow_down(&ids[7], Duration::from_millis(20)).unwrap();
+        let c = Client::new(mesh.clone(), adaptive(Duration::from_secs(3600), 1.5)).unwrap();
+        // each write measures its six holders by their uploads and probes the other two
+        let data = payload(1 << 20, 1);
+        let mut writes = 0;
+        let started = std::time::Instant::now();
+        while !(c.stats().peers.len() == 8 && c.stats().peers.iter().all(|p| p.trusted)) {
+            assert!(started.elapsed() < Duration::from_secs(10), "not every peer measured: {:?}", c.stats());
+            write(&c, &format!("first-{writes}"), &data, 1 << 20).await;
+            writes += 1;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let st = c.stats();
+        assert!(st.speed_probes >= 2 && st.speed_probes <= 2 * 8, "two probes per peer, at most: {st:?}");
+        let slowest = st.peers.iter().min_by_key(|p| p.bytes_per_s).unwrap();
+        assert_eq!(slowest.node, ids[7].to_string(), "{st:?}");
+        // the slow node is left out of new objects (seven fast ones for six fragments)
+        for i in 0..4 {
+            let man = write(&c, &format!("next-{i}"), &data, 1 << 20).await;
+            assert!(!man.holders.contains(&ids[7]), "{:?}", man.holders);
+        }
+        // no peer is probed again while its estimate is recent
+        assert_eq!(c.stats().speed_probes, st.speed_probes);
     });
 }
 

@@ -41,7 +41,7 @@
 
 use std::collections::HashSet;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::params::{CodingParams, Compression};
@@ -148,7 +148,7 @@ pub struct PhaseInput<'a> {
 }
 
 /// The parameters of a phase and why.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PhaseDecision {
     /// The phase (counted from 1).

@@ -87,6 +87,7 @@ fn decode_body(kind: Kind, body: Bytes, max_cell: u32) {
         Kind::List => drop(round_trip::<ListReq>("list", &body)),
         Kind::Delete => drop(round_trip::<WireDelete>("delete", &body)),
         Kind::BenchSource => drop(round_trip::<u64>("bench source", &body)),
+        Kind::Probe => drop(round_trip::<u32>("probe", &body)),
         Kind::Listing => drop(round_trip::<ListPage>("listing", &body)),
         Kind::Deleted => drop(round_trip::<WireDeleteStats>("delete stats", &body)),
         Kind::Stats => drop(round_trip::<NodeStats>("stats", &body)),
@@ -137,7 +138,7 @@ pub fn frames(data: &[u8]) {
 /// Every small structured body, selected by the first byte, decoded alone.
 pub fn bodies(data: &[u8]) {
     let Some((&which, body)) = data.split_first() else { return };
-    const KINDS: [Kind; 11] = [
+    const KINDS: [Kind; 12] = [
         Kind::GetCell,
         Kind::List,
         Kind::Delete,
@@ -149,6 +150,7 @@ pub fn bodies(data: &[u8]) {
         Kind::ManifestPut,
         Kind::HelloReply,
         Kind::ReportCorrupt,
+        Kind::Probe,
     ];
     decode_body(KINDS[which as usize % KINDS.len()], Bytes::copy_from_slice(body), MAX_CELL_SIZE);
 }

@@ -26,6 +26,7 @@ mod peer_limit;
 mod pending_limit;
 mod ping_failures;
 pub mod node;
+mod node_stats;
 mod pool;
 mod server;
 pub mod services;

@@ -76,6 +76,7 @@ impl NetNode {
             shutdown,
             uploads: PeerLimit::new(UPLOADS_PER_PEER),
             frame_bytes: FrameBytes::new(),
+            client_stats: Mutex::new(None),
         });
         let node = NetNode { inner: inner.clone(), tasks: Arc::new(Mutex::new(Vec::new())) };
         node.spawn(swarm_task(inner.clone(), swarm, cmd_rx));
@@ -135,6 +136,13 @@ impl NetNode {
 
     pub fn stats(&self) -> NodeStats {
         self.inner.stats()
+    }
+
+    /// Makes this node's stats (`fragstate stats`) include what `source` gives:
+    /// the client that uses the node ([`fragstate_client::Client::stats_source`]).
+    /// The last one reported counts.
+    pub fn report_client_stats(&self, source: impl Fn() -> Option<fragstate_client::ClientStats> + Send + Sync + 'static) {
+        *lock(&self.inner.client_stats) = Some(Box::new(source));
     }
 
     /// When `node` was last seen live (`None`: live now, or this node).

@@ -185,6 +185,15 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeI
             inner.send(node, s, Kind::Ok, &[], &[]).await
         }
         Kind::Stat => inner.send(node, s, Kind::Stats, &wire::encode(&inner.stats()), &[]).await,
+        Kind::Probe => {
+            static ZEROS: [u8; wire::MAX_PROBE_BYTES as usize] = [0; wire::MAX_PROBE_BYTES as usize];
+            let n: u32 = wire::decode("probe", &f.body)?;
+            if n > wire::MAX_PROBE_BYTES {
+                let e = Error::invalid("probe bytes", n, format!("≤ {}", wire::MAX_PROBE_BYTES));
+                return reply_err(inner, node, s, &e).await;
+            }
+            inner.send(node, s, Kind::CellData, &ZEROS[..n as usize], &[]).await
+        }
         #[cfg(feature = "bench")]
         Kind::BenchSink | Kind::BenchSource if inner.cfg.serve_bench_frames => serve_bench(inner, node, s, f).await,
         other => Err(Error::protocol("frame", format!("{other:?} frame where a request was expected"))),

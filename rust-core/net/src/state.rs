@@ -11,6 +11,7 @@ use std::time::Instant;
 use fragstate_core::error::{Error, Result};
 use fragstate_core::ids::NodeId;
 use fragstate_client::scrubber::ScrubShared;
+use fragstate_client::ClientStats;
 use fragstate_store::FragmentStore;
 use libp2p::{Multiaddr, PeerId, Stream};
 use tokio::sync::{mpsc, watch, Notify};
@@ -65,7 +66,12 @@ pub(crate) struct Inner {
     pub(crate) uploads: Arc<PeerLimit<PeerId>>,
     /// Bytes of received frames in memory, per peer and in all.
     pub(crate) frame_bytes: Arc<FrameBytes>,
+    /// The stats of the client that uses this node, if one reported them
+    /// ([`crate::NetNode::report_client_stats`]).
+    pub(crate) client_stats: Mutex<Option<ClientStatsSource>>,
 }
+
+pub(crate) type ClientStatsSource = Box<dyn Fn() -> Option<ClientStats> + Send + Sync>;
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -124,6 +130,7 @@ impl Inner {
             uptime_secs: self.started.elapsed().as_secs(),
             heap_bytes: fragstate_core::heap::live_bytes().unwrap_or(0),
             scrub: self.scrub.stats(),
+            client: lock(&self.client_stats).as_ref().and_then(|f| f()),
         }
     }
 

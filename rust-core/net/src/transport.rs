@@ -108,6 +108,20 @@ impl Transport for NetNode {
         Ok(cell)
     }
 
+    async fn probe(&self, node: &NodeId, bytes: u32) -> Result<()> {
+        let inner = &self.inner;
+        if node == &inner.id {
+            return Ok(());
+        }
+        let expect = Expect::Response { to: Kind::Probe, max_cell: Some(bytes) };
+        let f = inner.request_expecting(node, Kind::Probe, &wire::encode(&bytes), expect).await?;
+        expect_kind(node, &f, Kind::CellData)?;
+        if f.body.len() != bytes as usize {
+            return Err(node_fault(node, format!("asked for a probe of {bytes} bytes, got {}", f.body.len())));
+        }
+        Ok(())
+    }
+
     async fn put_manifest(&self, node: &NodeId, manifest: Arc<Manifest>) -> Result<ManifestPut> {
         let inner = &self.inner;
         if node == &inner.id {

@@ -23,6 +23,7 @@ use fragstate_core::delete::{DeleteStats, DeleteTarget};
 use fragstate_core::ids::NodeId;
 use fragstate_core::version::WriteVersion;
 pub use fragstate_client::scrubber::ScrubStats;
+pub use crate::node_stats::NodeStats;
 
 /// length (4) + kind (1).
 pub const FRAME_HEADER_LEN: usize = 5;
@@ -50,6 +51,9 @@ pub enum Kind {
     BenchSource = 12,
     /// A reader found the receiver's cell corrupt (body: [`GetCellReq`]); answered `Ok`.
     ReportCorrupt = 13,
+    /// A speed probe (body: the bytes wanted, a `u32` of at most
+    /// [`MAX_PROBE_BYTES`]); answered `CellData` of that many zero bytes.
+    Probe = 14,
     Ok = 64,
     Err = 65,
     CellData = 66,
@@ -80,6 +84,7 @@ impl Kind {
             11 => BenchSink,
             12 => BenchSource,
             13 => ReportCorrupt,
+            14 => Probe,
             64 => Ok,
             65 => Err,
             66 => CellData,
@@ -138,7 +143,7 @@ impl Expect {
         use Kind::*;
         match self {
             Expect::Request => {
-                matches!(kind, Hello | OpenFragment | GetCell | PutManifest | GetManifest | List | Delete | Stat | ReportCorrupt)
+                matches!(kind, Hello | OpenFragment | GetCell | PutManifest | GetManifest | List | Delete | Stat | ReportCorrupt | Probe)
                     || (matches!(kind, BenchSink | BenchSource) && cfg!(feature = "bench"))
             }
             Expect::Upload { .. } => matches!(kind, Cell | Finish),
@@ -167,7 +172,7 @@ impl Kind {
         match self {
             Hello => &[HelloReply],
             OpenFragment | Finish | ReportCorrupt | BenchSink => &[Ok],
-            GetCell => &[CellData],
+            GetCell | Probe => &[CellData],
             PutManifest => &[ManifestPut],
             GetManifest => &[ManifestData, NoManifest],
             List => &[Listing],
@@ -343,9 +348,13 @@ pub struct Hello {
 /// requests; [`NodeStats`] has `manifests_deleted` and the scrub's counters.
 /// 4: [`NodeStats`] has `heap_bytes`. 5: the cluster key keys Noise's
 /// handshake (its prologue) instead of a `pnet` cipher around it; nodes of
-/// older versions fail the handshake.
+/// older versions fail the handshake. 6: [`NodeStats`] has the node's own
+/// client's view (`client`: per-peer estimates, adaptive mode); `Probe` requests.
 /// Peers of another version are not members ([`decode_hello`]).
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
+
+/// The largest speed probe a node answers ([`Kind::Probe`]).
+pub const MAX_PROBE_BYTES: u32 = 1 << 20;
 
 /// A `List` request: committed objects under `prefix` whose path sorts after
 /// `after` (the last path of the previous page; `None` for the first).
@@ -439,53 +448,6 @@ impl From<WireDeleteStats> for DeleteStats {
     fn from(s: WireDeleteStats) -> Self {
         DeleteStats { manifests: s.manifests, fragments: s.fragments, bytes: s.bytes }
     }
-}
-
-/// What `stats` reports of one node.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeStats {
-    pub node: String,
-    pub role: String,
-    pub domain: String,
-    pub fragments: u64,
-    pub cells: u64,
-    pub bytes: u64,
-    pub manifests: u64,
-    pub budget: u64,
-    pub live_storage_peers: u64,
-    /// Objects this node is responsible for repairing that miss a holder.
-    pub objects_degraded: u64,
-    /// Fragment bytes those objects miss.
-    pub bytes_to_repair: u64,
-    pub objects_repaired: u64,
-    pub fragments_repaired: u64,
-    pub repair_failures: u64,
-    pub tombstones: u64,
-    /// Size of the tombstone file (0 without one).
-    pub tombstone_file_bytes: u64,
-    /// Tombstones dropped because a count or byte bound was reached.
-    pub tombstones_evicted: u64,
-    /// Deletes of objects this node held, applied from peers' tombstones
-    /// (deletes it missed while it was away).
-    pub tombstone_deletes: u64,
-    /// Manifest copies removed by `Delete` requests this node served since it
-    /// started: one per object version whose manifest it held. An object's
-    /// manifest is on each of its k + m holders, so the sum over the nodes is
-    /// about (k + m) × the objects deleted.
-    pub manifests_deleted: u64,
-    pub reclaimed_fragments: u64,
-    pub protocol_violations: u64,
-    /// Streams closed unanswered: their peer had its share open (NETWORK.md, "Bounded resources").
-    pub streams_refused: u64,
-    /// Uploads refused: their peer had its share in progress.
-    pub uploads_refused: u64,
-    pub uptime_secs: u64,
-    /// Live heap bytes of the node's process held by fragstate's Rust code
-    /// (`fragstate_core::heap`; 0 where the counting allocator is not installed).
-    pub heap_bytes: u64,
-    /// The background scrub's counters (cells verified, bad cells found and rebuilt).
-    pub scrub: ScrubStats,
 }
 
 /// An error as sent back to the requester: enough to rebuild the variants

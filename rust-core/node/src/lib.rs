@@ -80,6 +80,7 @@ impl Node {
                     ..net.client_config(false)
                 };
                 let client = Client::new(Arc::new(net.clone()), client_config)?;
+                net.report_client_stats(client.stats_source());
                 Ok(Node { config, client, mesh: None, net: Some(net), stop_scrub: None })
             }
         }

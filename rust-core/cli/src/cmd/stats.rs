@@ -1,12 +1,35 @@
-//! `fragstate stats`: per-node usage, degraded objects and bytes to repair;
-//! with `--json` one JSON object per node and line (the `NodeStats` fields,
-//! camelCase), for scripts.
+//! `fragstate stats`: per-node usage, degraded objects and bytes to repair,
+//! and under a node that a client uses (a TaskManager's) that client's
+//! figures and its estimate of each peer; with `--json` one JSON object per
+//! node and line (the `NodeStats` fields, camelCase), for scripts.
 
 use fragstate_client::transport::Transport;
+use fragstate_client::ClientStats;
 use fragstate_core::Result;
 
 use crate::args::ClusterArgs;
 use crate::cluster::{connect, runtime};
+
+/// The node's own client, indented under its node line: what it wrote and
+/// read, adaptive mode, and each peer as its transfers measured it.
+fn print_client(c: &ClientStats) {
+    let a = &c.adaptive;
+    let adaptive = if a.enabled {
+        format!(
+            "on phase={} data={} parity={} cell={} zstd={} predicted_ms={} configured_ms={} link_mb_s={:.1}",
+            a.phase, a.data_fragments, a.parity_fragments, a.cell_size, a.zstd_level, a.predicted_restore_ms, a.configured_restore_ms, a.link_bytes_per_s as f64 / 1e6
+        )
+    } else {
+        "off".into()
+    };
+    println!(
+        "  client objects_written={} bytes_written={} objects_opened={} bytes_read={} failed_requests={} codec_mb_s={:.1} adaptive={adaptive}",
+        c.objects_written, c.bytes_written, c.objects_opened, c.bytes_read, c.failed_requests, a.codec_bytes_per_s as f64 / 1e6
+    );
+    for p in &c.peers {
+        println!("  peer={} mb_s={:.1} samples={} age_ms={} trusted={}", p.node, p.bytes_per_s as f64 / 1e6, p.samples, p.age_ms, p.trusted);
+    }
+}
 
 pub(crate) fn stats(args: ClusterArgs, json: bool) -> Result<()> {
     runtime()?.block_on(async {
@@ -34,6 +57,9 @@ pub(crate) fn stats(args: ClusterArgs, json: bool) -> Result<()> {
                         s.streams_refused, s.uploads_refused, s.heap_bytes, s.scrub.passes, s.scrub.cells_scrubbed, s.scrub.bytes_scrubbed, s.scrub.corrupt_found, s.scrub.corrupt_reports,
                         s.scrub.corrupt_reports_confirmed, s.scrub.cells_rebuilt, s.scrub.rebuild_failures
                     );
+                    if let Some(c) = &s.client {
+                        print_client(c);
+                    }
                 }
             }
             if json {

@@ -180,8 +180,8 @@ fn slow_nodes_get_only_the_fragments_the_fast_ones_cannot_take() {
     // setting (b) of issue 14: half of eight nodes at 100 Mbit/s
     let c = nodes(8);
     let mut e = vec![est(GBIT); 8];
-    for i in 0..4 {
-        e[i] = est(100.0 * MBIT);
+    for slow in e.iter_mut().take(4) {
+        *slow = est(100.0 * MBIT);
     }
     let speeds = speeds_of(&e);
     let slow = |n: &NodeInfo| c[..4].iter().any(|s| s.id == n.id);
@@ -237,8 +237,8 @@ fn half_slow_nodes_make_the_decision_read_only_the_fast_ones() {
     // fragment on the four fast nodes, while RS(6,2) needs two slow data holders
     let c = nodes(8);
     let mut e = vec![est(GBIT); 8];
-    for i in 0..4 {
-        e[i] = est(100.0 * MBIT);
+    for slow in e.iter_mut().take(4) {
+        *slow = est(100.0 * MBIT);
     }
     let b = bounds(1.5);
     let d = decide_phase(&PhaseInput { link_bytes_per_s: Some(GBIT), ..input(&c, &e, &b) }, reader);

@@ -19,9 +19,11 @@
 //!   scored by the model of [`crate::restore_model`] over the holders that
 //!   [`place_new_object`] gives [`LAYOUT_SAMPLES`] sample keys, fragments assigned by
 //!   [`data_first`], its expected restore when one node fails (the writer's
-//!   own or any candidate, [`expected_over_one_failure`]). The best
-//!   replaces the configured parameters only when it is predicted at least
-//!   [`MIN_GAIN`] faster, so noise in the estimates does not flip settings.
+//!   own or any candidate, [`expected_over_one_failure`]); of the settings
+//!   within [`NEAR_BEST`] of the lowest, the one fastest with every holder up
+//!   wins ([`choose_params_over`]). It replaces the configured parameters
+//!   unless those are among the near-best and it is not [`MIN_GAIN`] faster
+//!   intact either, so noise in the estimates does not flip settings.
 //!
 //! What the estimates mean. A writer measures each peer by the time it spends
 //! in that peer's sends and acknowledgement while it uploads to `k + m` of them
@@ -47,7 +49,7 @@ use crate::error::Result;
 use crate::params::{CodingParams, Compression};
 use crate::ids::NodeId;
 use crate::placement::{self, NodeInfo, Placement, PlacementPolicy};
-use crate::restore_model::{choose_params_over, expected_over_one_failure, median, predict_restore, AdaptiveBounds, Holder, PeerEstimate, ReaderFigures};
+use crate::restore_model::{choose_params_over, expected_over_one_failure, intact_restore, median, AdaptiveBounds, Holder, ParamChoice, PeerEstimate, ReaderFigures, NEAR_BEST};
 
 /// A holder this many times slower than the median of an object's holders takes parity.
 pub const SLOW_FACTOR: f64 = 2.0;
@@ -221,21 +223,22 @@ pub fn decide_phase(input: &PhaseInput<'_>, reader: impl Fn(Compression) -> Read
         ls.iter().map(|l| expected_over_one_failure(input.state_bytes, p, l, &reader(p.compression()), input.candidates.len() + 1)).sum::<f64>() / ls.len() as f64
     };
     let intact = |p: &CodingParams| {
-        let ls = layouts(p);
-        let each: Vec<f64> = ls
-            .iter()
-            .filter_map(|l| predict_restore(input.state_bytes, p, &l.iter().copied().map(Some).collect::<Vec<_>>(), &reader(p.compression())))
-            .map(|r| r.seconds)
-            .collect();
+        let each: Vec<f64> = layouts(p).iter().filter_map(|l| intact_restore(input.state_bytes, p, l, &reader(p.compression()))).map(|r| r.seconds).collect();
         if each.is_empty() { f64::NAN } else { each.iter().sum::<f64>() / each.len() as f64 }
     };
     let configured_restore_s = score(&input.configured);
+    let configured_intact_s = intact(&input.configured);
     let choice: Result<_> = choose_params_over(input.state_bytes, input.candidates.len(), input.bounds, reader, layouts);
-    // NaN (the configured setting cannot be placed now) never blocks a change
-    let beats_configured = |s: f64| configured_restore_s.is_nan() || s < configured_restore_s * (1.0 - MIN_GAIN);
+    // The configured setting stays while it is among the near-best and the
+    // choice is not MIN_GAIN faster intact either (the choice's own rule,
+    // `choose_params_over`, with a margin against noise). NaN (the configured
+    // setting cannot be placed now) never blocks a change.
+    let keeps_configured = |c: &ParamChoice| {
+        configured_restore_s <= c.best_expected_s * (1.0 + NEAR_BEST) && c.intact_s >= configured_intact_s * (1.0 - MIN_GAIN)
+    };
     let decision = match choice {
         Err(e) => keep(e.to_string(), configured_restore_s, 0),
-        Ok(c) if !beats_configured(c.expected_restore_s) => {
+        Ok(c) if keeps_configured(&c) => {
             keep(format!("configured is within {:.0} % of the best ({})", MIN_GAIN * 100.0, describe(&c.params)), configured_restore_s, c.considered)
         }
         Ok(c) => PhaseDecision {

@@ -17,7 +17,8 @@
 //!   `S/decompress` when compressed.
 //!
 //! The choice ([`choose_params`]) minimises the expected restore when one
-//! node fails, each node as likely ([`expected_over_one_failure`]): the
+//! node fails, each node as likely ([`expected_over_one_failure`]; of the
+//! settings within [`NEAR_BEST`] of the lowest, the fastest intact): the
 //! writer's own TaskManager (it holds none of its state's fragments, so its
 //! replacement reads them all intact), one of the object's holders (the
 //! restore, after a restart of the whole job, reads around the loss), or any
@@ -236,9 +237,13 @@ pub struct AdaptiveBounds {
 pub struct ParamChoice {
     /// The parameters chosen.
     pub params: CodingParams,
-    /// Their expected restore when one node fails.
+    /// Their expected restore when one node fails (mean over the layouts).
     pub expected_restore_s: f64,
-    /// The prediction with every holder up.
+    /// Their restore with every holder up (mean over the layouts).
+    pub intact_s: f64,
+    /// The lowest expected restore of any setting (this one is within [`NEAR_BEST`] of it).
+    pub best_expected_s: f64,
+    /// The prediction with every holder up, of the first layout.
     pub intact: RestorePrediction,
     /// Settings compared.
     pub considered: usize,
@@ -277,11 +282,19 @@ pub fn choose_params(state_bytes: f64, nodes: &[Holder], bounds: &AdaptiveBounds
     choose_params_over(state_bytes, nodes.len(), bounds, reader, |p| vec![fastest[..p.fragments()].to_vec()])
 }
 
+/// Settings whose expected restore is within this fraction of the lowest
+/// count as equally good; among them the fastest with every holder up wins.
+pub const NEAR_BEST: f64 = 0.1;
+
 /// [`choose_params`] over the holders `layouts(params)` gives for each
 /// setting (one or more layouts in fragment order, each of `k + m` holders;
-/// none when the setting cannot be placed): the setting with the lowest
+/// none when the setting cannot be placed). Each setting is scored by its
 /// [`expected_over_one_failure`] of one of the `node_count` candidates or the
-/// writer, averaged over its layouts, wins.
+/// writer, averaged over its layouts; of those within [`NEAR_BEST`] of the
+/// lowest, the one with the fastest intact restore wins (the failed
+/// TaskManager's own state is read intact in every failure; the expected
+/// restore alone can tie a layout that keeps all data on fast nodes with one
+/// that reads from slow nodes either way).
 pub fn choose_params_over(
     state_bytes: f64,
     node_count: usize,
@@ -292,8 +305,7 @@ pub fn choose_params_over(
     if node_count < 1 + bounds.min_parity {
         return Err(Error::invalid("storage nodes", node_count, format!("≥ {} (1 data + {} parity fragments)", 1 + bounds.min_parity, bounds.min_parity)));
     }
-    let mut best: Option<ParamChoice> = None;
-    let mut considered = 0;
+    let mut scored: Vec<ParamChoice> = Vec::new();
     for n in 2..=node_count {
         for m in bounds.min_parity..=bounds.max_parity.min(n - 1) {
             let k = n - m;
@@ -306,22 +318,29 @@ pub fn choose_params_over(
                     let figures = reader(compression);
                     let layouts = layouts(&params);
                     let Some(first) = layouts.first() else { continue };
-                    let planned: Vec<Option<Holder>> = first.iter().copied().map(Some).collect();
-                    let Some(intact) = predict_restore(state_bytes, &params, &planned, &figures) else { continue };
-                    considered += 1;
-                    let expected_restore_s = layouts.iter().map(|l| expected_over_one_failure(state_bytes, &params, l, &figures, node_count + 1)).sum::<f64>() / layouts.len() as f64;
-                    if best.as_ref().is_none_or(|b| expected_restore_s < b.expected_restore_s) {
-                        best = Some(ParamChoice { params, expected_restore_s, intact, considered: 0 });
-                    }
+                    let Some(intact) = intact_restore(state_bytes, &params, first, &figures) else { continue };
+                    let mean = |f: &dyn Fn(&Vec<Holder>) -> f64| layouts.iter().map(f).sum::<f64>() / layouts.len() as f64;
+                    let expected_restore_s = mean(&|l| expected_over_one_failure(state_bytes, &params, l, &figures, node_count + 1));
+                    let intact_s = mean(&|l| intact_restore(state_bytes, &params, l, &figures).map_or(f64::INFINITY, |p| p.seconds));
+                    scored.push(ParamChoice { params, expected_restore_s, intact_s, intact, best_expected_s: f64::NAN, considered: 0 });
                 }
             }
         }
     }
-    let mut best = best.ok_or_else(|| {
-        Error::invalid("adaptive bounds", format!("{bounds:?}"), format!("at least one valid setting for {node_count} storage nodes"))
-    })?;
-    best.considered = considered;
-    Ok(best)
+    let lowest = scored.iter().map(|c| c.expected_restore_s).fold(f64::INFINITY, f64::min);
+    // the first of the fastest intact among the near-best: ties keep the settings' order
+    let best = scored
+        .iter()
+        .filter(|c| c.expected_restore_s <= lowest * (1.0 + NEAR_BEST))
+        .fold(None::<&ParamChoice>, |b, c| if b.is_none_or(|b| c.intact_s < b.intact_s) { Some(c) } else { b })
+        .cloned()
+        .ok_or_else(|| Error::invalid("adaptive bounds", format!("{bounds:?}"), format!("at least one valid setting for {node_count} storage nodes")))?;
+    Ok(ParamChoice { best_expected_s: lowest, considered: scored.len(), ..best })
+}
+
+/// The restore from `layout` with every holder up.
+pub fn intact_restore(state_bytes: f64, params: &CodingParams, layout: &[Holder], reader: &ReaderFigures) -> Option<RestorePrediction> {
+    predict_restore(state_bytes, params, &layout.iter().copied().map(Some).collect::<Vec<_>>(), reader)
 }
 
 #[cfg(test)]

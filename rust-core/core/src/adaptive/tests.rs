@@ -246,3 +246,22 @@ fn half_slow_nodes_make_the_decision_read_only_the_fast_ones() {
     // every byte through the writer's link, none from a slow node: state / link
     assert!(d.predicted_intact_s < 1.2 * 300e6 / GBIT, "{d:?}");
 }
+
+#[test]
+fn among_near_equal_expected_restores_the_fastest_intact_wins() {
+    // setting (b) with the slow nodes at 110 Mbit/s, compressible state: RS(6,2)
+    // on all eight reads two slow data holders in every case (1.82 s), RS(4,2)
+    // keeps the data on the four fast nodes (1.2 s intact, 2.73 s when a fast
+    // one is lost): over one failure RS(6,2) expects a little less (1.82 s
+    // against 1.88 s), and RS(4,2) restores the failed TaskManager's state faster
+    let c = nodes(8);
+    let mut e = vec![est(GBIT); 8];
+    for slow in e.iter_mut().take(4) {
+        *slow = est(110.0 * MBIT);
+    }
+    let compressible = |cmp: Compression| ReaderFigures { compression_ratio: if cmp == Compression::None { 1.0 } else { 0.5 }, ..reader(cmp) };
+    let d = decide_phase(&PhaseInput { link_bytes_per_s: Some(GBIT), ..input(&c, &e, &bounds(1.5)) }, compressible);
+    assert_eq!((d.params.k(), d.params.m(), d.params.compression()), (4, 2, Compression::Zstd { level: 1 }), "{d:?}");
+    assert!((d.predicted_intact_s - 150e6 / GBIT).abs() < 0.01, "every byte at the link's rate: {d:?}");
+    assert!((d.predicted_restore_s - 1.88).abs() < 0.01, "{d:?}");
+}

@@ -84,7 +84,9 @@ public final class FragstateMetrics {
                     Map.entry("adaptiveZstdLevel", "/client/adaptive/zstdLevel"),
                     Map.entry("adaptivePredictedRestoreMs", "/client/adaptive/predictedRestoreMs"),
                     Map.entry("adaptiveConfiguredRestoreMs", "/client/adaptive/configuredRestoreMs"),
-                    Map.entry("adaptiveMeasuredNodes", "/client/adaptive/measuredNodes"));
+                    Map.entry("adaptiveMeasuredNodes", "/client/adaptive/measuredNodes"),
+                    Map.entry("adaptiveCodecBytesPerS", "/client/adaptive/codecBytesPerS"),
+                    Map.entry("speedProbes", "/client/speedProbes"));
 
     /** Groups that already carry the gauges (one set per TaskManager, weakly held). */
     private static final Set<MetricGroup> REGISTERED = Collections.newSetFromMap(new WeakHashMap<>());

@@ -294,7 +294,7 @@ fn library_node_in_cluster_mode_writes_and_reads_over_the_network() {
     let mine: serde_json::Value = json.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).find(|v| v["node"] == me.as_str()).expect(&json);
     assert_eq!(mine["client"]["objectsWritten"], 1, "{mine}");
     let peers = mine["client"]["peers"].as_array().unwrap();
-    // adaptive mode off: reads measure (the four data holders), uploads do not
+    // reads measure the data holders, and uploads (adaptive mode, on by default) every holder
     assert!(peers.len() >= 4 && peers.iter().all(|p| p["samples"].as_u64() > Some(0) && p["bytesPerS"].as_u64() > Some(0)), "{mine}");
     // the standalone storage nodes have no client of their own
     assert!(json.lines().filter(|l| !l.contains(me.as_str())).all(|l| l.contains("\"client\":null")), "{json}");

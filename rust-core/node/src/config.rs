@@ -40,14 +40,14 @@ pub fn limits_json() -> String {
     .to_string()
 }
 
-/// Adaptive mode (issue 14): off, or on.
+/// Adaptive mode (issue 14): on (the default), or off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Adaptive {
-    /// Every object gets the configured parameters.
-    #[default]
+    /// Every object gets the configured parameters, placed by free space alone.
     Off,
-    /// Parameters chosen per phase from measurements; slow holders take parity.
+    /// Parameters chosen per phase from measurements; slow nodes take parity, and only what the others cannot.
+    #[default]
     On,
 }
 
@@ -113,7 +113,7 @@ impl Default for NodeConfig {
             read_ahead: ClientConfig::default().read_ahead,
             scrub_rate: DEFAULT_SCRUB_RATE,
             log_level: "info".into(),
-            adaptive: Adaptive::Off,
+            adaptive: Adaptive::default(),
             adaptive_phase_ms: DEFAULT_ADAPTIVE_PHASE_MS,
             adaptive_max_storage_overhead: None,
         }

@@ -269,8 +269,10 @@ mod tests {
     }
 
     #[test]
-    fn adaptive_mode_is_off_by_default_and_on_with_the_configured_overhead() {
-        assert_eq!(NodeConfig::default().client_config().unwrap().adaptive, None);
+    fn adaptive_mode_is_on_by_default_with_the_configured_overhead_and_can_be_turned_off() {
+        let a = NodeConfig::default().client_config().unwrap().adaptive.unwrap();
+        assert_eq!((a.phase, a.max_storage_overhead), (std::time::Duration::from_millis(crate::config::DEFAULT_ADAPTIVE_PHASE_MS), 1.5));
+        assert_eq!(NodeConfig::from_json(r#"{"adaptive":"off"}"#).unwrap().client_config().unwrap().adaptive, None);
         let c = NodeConfig::from_json(r#"{"adaptive":"on","adaptivePhaseMs":60000}"#).unwrap().client_config().unwrap();
         let a = c.adaptive.unwrap();
         assert_eq!((a.phase, a.max_storage_overhead), (std::time::Duration::from_secs(60), 1.5));

@@ -194,18 +194,20 @@ public final class FragstateOptions {
     public static final ConfigOption<Adaptive> ADAPTIVE =
             ConfigOptions.key("fragstate.adaptive")
                     .enumType(Adaptive.class)
-                    .defaultValue(Adaptive.OFF)
+                    .defaultValue(Adaptive.ON)
                     .withDescription(
-                            "'on': adaptive mode (A-FP4S). Each process's node measures its peers while it"
-                                    + " uploads and reads; a holder measured at least 2x slower than the"
-                                    + " median of an object's holders takes a parity fragment instead of a"
-                                    + " data fragment, and once per fragstate.adaptive.phase the coding"
-                                    + " parameters of new objects (k, m, cell size, zstd:1 or none) are"
-                                    + " chosen to minimise the predicted restore time, with m never below"
-                                    + " fragstate.parity-fragments and (k+m)/k never above"
+                            "'on' (the default): adaptive mode (A-FP4S). Each process's node measures"
+                                    + " its peers while it uploads and reads (and probes those no upload"
+                                    + " measured for 30 s); a node measured at least 2x slower than the"
+                                    + " median gets only the fragments the others cannot take, and"
+                                    + " parity rather than data; once per fragstate.adaptive.phase the"
+                                    + " coding parameters of new objects (k, m, cell size, zstd:1 or none)"
+                                    + " are chosen to minimise the predicted restore time, with m never"
+                                    + " below fragstate.parity-fragments and (k+m)/k never above"
                                     + " fragstate.adaptive.max-storage-overhead. Decisions are logged with"
                                     + " their inputs and shown as metrics; written checkpoints keep their"
-                                    + " parameters. 'off': every object gets the configured parameters.");
+                                    + " parameters. 'off': every object gets the configured parameters and"
+                                    + " placement by free space alone.");
 
     public static final ConfigOption<Duration> ADAPTIVE_PHASE =
             ConfigOptions.key("fragstate.adaptive.phase")

@@ -77,8 +77,9 @@ class FragstateSettingsTest {
     }
 
     @Test
-    void adaptiveModeIsOffByDefaultAndSentToTheNodeWithItsBounds() {
-        assertThat(settings().toNodeJson()).contains("\"adaptive\":\"off\",\"adaptivePhaseMs\":300000").doesNotContain("adaptiveMaxStorageOverhead");
+    void adaptiveModeIsOnByDefaultAndSentToTheNodeWithItsBounds() {
+        assertThat(settings().toNodeJson()).contains("\"adaptive\":\"on\",\"adaptivePhaseMs\":300000").doesNotContain("adaptiveMaxStorageOverhead");
+        assertThat(settings("fragstate.adaptive", "Off").toNodeJson()).contains("\"adaptive\":\"off\"");
         assertThat(
                         settings(
                                         "fragstate.adaptive", "ON",

@@ -16,12 +16,14 @@
 # decides its second phase after --phase seconds), then the state (--state, 30 objects), then it
 # exits. `fragstate bench restore read` on tm-r plays the TaskManager that takes over: a fresh
 # process reads the whole state back, 4 objects at a time, comparing every byte — --reads times.
-# Then the run's objects are deleted.
+# In a, b and c it then reads it --down-reads times more with n-8 (a fast node) killed (kill -9),
+# as another TaskManager of a whole-job restart does after n-8's loss, and n-8 is started again
+# (empty). Then the run's objects are deleted.
 #
 #   ci/bench-adaptive.sh                      # settings a,b,c (adaptive and the 8 fixed settings) and d; 300 MiB; 3 reads
-#   ci/bench-adaptive.sh --quick              # CI: settings a and d, adaptive vs rs42-none-1m, 24 MiB, 1 read, phase 5 s
+#   ci/bench-adaptive.sh --quick              # CI: settings a and d, adaptive vs rs42-none-1m, 24 MiB, 1 read (+1 with n-8 down), phase 5 s
 #   ci/bench-adaptive.sh --settings a --configs adaptive,rs42-none-1m,rs42-none-256k
-# Options: --settings a,b,c  --configs LIST  --state BYTES (300MiB)  --reads N (3)  --phase S (30)
+# Options: --settings a,b,c  --configs LIST  --state BYTES (300MiB)  --reads N (3)  --down-reads N (1)  --phase S (30)
 # --out DIR (default integration-tests/bench/results/<UTC date>-adaptive).
 # Configurations: adaptive (configured RS(4,2), 1 MiB cells, no compression; at most the same
 # storage overhead 1.5 and never fewer than 2 parity fragments) and rsKM-{none,zstd1}-{256k,1m}
@@ -29,7 +31,7 @@
 # fragment, and these clusters have 8). FRAGSTATE_BENCH_SKIP_BUILD=1 uses the binary already built;
 # FRAGSTATE_CARGO_PROFILE=ci|release (default release).
 #
-# Writes DIR/<setting>/<config>/{write.json,read-N.json,*.log}, then RESULTS.md, summary.json and
+# Writes DIR/<setting>/<config>/{write.json,read-N.json,down-read-N.json,*.log}, then RESULTS.md, summary.json and
 # PNG plots (ci/lib/adaptive_report.py). Needs root (network namespaces, tc, cgroups). Everything it
 # started is stopped and the namespaces are removed at the end, also on Ctrl-C, TERM or an error.
 set -euo pipefail
@@ -51,15 +53,17 @@ configs="adaptive,${all_fixed%,}"
 configs_given=
 state=300MiB
 reads=3
+down_reads=1
 phase=30
 out="integration-tests/bench/results/$(date -u +%F)-adaptive"
 while [ $# -gt 0 ]; do
   case $1 in
-    --quick) settings=a,d configs=adaptive,rs42-none-1m state=24MiB reads=1 phase=5 ;;
+    --quick) settings=a,d configs=adaptive,rs42-none-1m state=24MiB reads=1 down_reads=1 phase=5 ;;
     --settings) settings=$2; shift ;;
     --configs) configs=$2 configs_given=1; shift ;;
     --state) state=$2; shift ;;
     --reads) reads=$2; shift ;;
+    --down-reads) down_reads=$2; shift ;;
     --phase) phase=$2; shift ;;
     --out) out=$2; shift ;;
     *) die "unknown option '$1' (see ci/bench-adaptive.sh --help)" ;;
@@ -67,6 +71,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 [[ "$reads" =~ ^[1-9][0-9]*$ ]] || die "--reads must be a whole number >= 1, got '$reads'"
+[[ "$down_reads" =~ ^[0-9]+$ ]] || die "--down-reads must be a whole number >= 0, got '$down_reads'"
 [[ "$phase" =~ ^[1-9][0-9]*$ ]] || die "--phase must be whole seconds >= 1, got '$phase'"
 for s in ${settings//,/ }; do
   case $s in a | b | c | d) ;; *) die "unknown setting '$s': allowed are a, b, c, d" ;; esac
@@ -143,20 +148,26 @@ trap 'exit 130' INT TERM
 
 on() { ci/lib/netns.sh exec "$netrun" "$@"; }
 
-start_nodes() {
-  local dir=$1 first i addr
+# start_node DIR I: storage node I (its log appended to DIR/<host>.log; its pid in node_pids[I])
+start_node() {
+  local dir=$1 i=$2 first addr boot=()
   first="$(ci/lib/netns.sh addr "$netrun" n-1)"
-  for i in "${!nodes[@]}"; do
-    addr="$(ci/lib/netns.sh addr "$netrun" "${nodes[$i]}")"
-    local boot=()
-    [ "$i" -gt 0 ] && boot=(--bootstrap "/ip4/$first/tcp/7710")
-    on "${nodes[$i]}" "$bin" node --listen "/ip4/$addr/tcp/7710" --memory 4GiB --domain "${nodes[$i]}" \
-      --key-file "$key" --repair-rate 0 --scrub-rate 0 "${boot[@]}" >"$dir/${nodes[$i]}.log" 2>&1 &
-    node_pids+=($!)
-  done
+  addr="$(ci/lib/netns.sh addr "$netrun" "${nodes[$i]}")"
+  [ "$i" -gt 0 ] && boot=(--bootstrap "/ip4/$first/tcp/7710")
+  on "${nodes[$i]}" "$bin" node --listen "/ip4/$addr/tcp/7710" --memory 4GiB --domain "${nodes[$i]}" \
+    --key-file "$key" --repair-rate 0 --scrub-rate 0 "${boot[@]}" >>"$dir/${nodes[$i]}.log" 2>&1 &
+  node_pids[i]=$!
+  disown "${node_pids[i]}" # stopped by pid (stop_pid); no "Killed" job notice when n-8 is killed
+
 }
 
-cluster_args() { echo "--bootstrap /ip4/$(ci/lib/netns.sh addr "$netrun" n-1)/tcp/7710 --key-file $key --wait-nodes 8 --wait-timeout 60 --request-timeout 120"; }
+start_nodes() {
+  local i
+  for i in "${!nodes[@]}"; do start_node "$1" "$i"; done
+}
+
+# cluster_args [NODES]: how a client reaches the cluster, waiting for NODES (8) storage nodes
+cluster_args() { echo "--bootstrap /ip4/$(ci/lib/netns.sh addr "$netrun" n-1)/tcp/7710 --key-file $key --wait-nodes ${1:-8} --wait-timeout 60 --request-timeout 120"; }
 
 rc=0
 for s in ${settings//,/ }; do
@@ -206,17 +217,27 @@ for s in ${settings//,/ }; do
     # d: the state of the second round (after the change) is the one compared; the first beside it
     read_prefixes=("$prefix=read")
     [ "$s" = d ] && read_prefixes=("$prefix/round-2=read" "$prefix=round1-read")
-    for rp in "${read_prefixes[@]}"; do
-      for r in $(seq 1 "$reads"); do
+    # read_state PREFIX NAME COUNT [NODES]: COUNT fresh readers of the state, NAME-N.json each
+    read_state() {
+      local r
+      for r in $(seq 1 "$3"); do
         # shellcheck disable=SC2046
-        if ! on tm-r "$bin" bench restore read $(cluster_args) --prefix "${rp%%=*}" --state "$state" \
-          >"$dir/${rp#*=}-$r.json" 2>"$dir/${rp#*=}-$r.log"; then
-          log "setting $s, $c: ${rp#*=} $r failed: $(tail -n 2 "$dir/${rp#*=}-$r.log")"
+        if ! on tm-r "$bin" bench restore read $(cluster_args "${4:-8}") --prefix "$1" --state "$state" \
+          >"$dir/$2-$r.json" 2>"$dir/$2-$r.log"; then
+          log "setting $s, $c: $2 $r failed: $(tail -n 2 "$dir/$2-$r.log")"
           rc=1
-          break
+          return
         fi
       done
-    done
+    }
+    for rp in "${read_prefixes[@]}"; do read_state "${rp%%=*}" "${rp#*=}" "$reads"; done
+    if [ "$s" != d ] && [ "$down_reads" -gt 0 ]; then
+      # n-8 (fast in every setting) lost: what the other TaskManagers of a whole-job restart read
+      kill -KILL "${node_pids[7]}" 2>/dev/null || true
+      wait_until 10 "" pid_gone "${node_pids[7]}" || log "WARNING: n-8 (pid ${node_pids[7]}) still alive after KILL"
+      read_state "$prefix" down-read "$down_reads" 7
+      start_node "$out/$s" 7
+    fi
     python3 - "$dir" <<'EOF' || rc=1
 import json, pathlib, statistics, sys
 d = pathlib.Path(sys.argv[1])

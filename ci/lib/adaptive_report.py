@@ -1,6 +1,7 @@
 """The adaptive-mode benchmark's report (ci/bench-adaptive.sh): reads OUT_DIR/<setting>/<config>/
 write.json and read-N.json and writes summary.json, RESULTS.md and one PNG plot per setting there
-(setting d, "follows a change": also round1-read-N.json, and follow-d.png).
+(setting d, "follows a change": also round1-read-N.json, and follow-d.png; settings a, b, c:
+down-read-N.json, the reads with n-8 killed).
 
     python adaptive_report.py OUT_DIR
 
@@ -40,6 +41,11 @@ def read_runs(d, name):
     return [r for r in runs if r]
 
 
+def median_s(runs):
+    """The median of the runs' seconds, to the ms (None without runs)."""
+    return round(statistics.median(r["seconds"] for r in runs), 3) if runs else None
+
+
 def slowed_roles(w):
     """Setting d: where the slowed host's fragments went, per round ({round: (data, parity)}),
     and its role (D, P, -) in each checkpoint after the change as (seconds, role)."""
@@ -72,6 +78,9 @@ def row(setting, config, d):
         "stripesReconstructed": statistics.median([r["client"]["stripesReconstructed"] for r in reads]) if reads else None,
         "limitS": round(fetched / LINK_BYTES_PER_S, 3) if fetched else None,
         "holdersMovedToParity": (w or {}).get("client", {}).get("holdersMovedToParity"),
+        # n-8 (a fast node) killed: what the other TaskManagers of a whole-job restart read
+        "downRestoreMedianS": median_s(read_runs(d, "down-read")),
+        "downReads": len(read_runs(d, "down-read")),
         "decision": (adaptive or {}).get("lastDecision"),
     }
     if setting == "d":
@@ -149,12 +158,13 @@ def results_md(rows, ver):
             lines += follow_md([r for r in rows if r["setting"] == "d"])
             continue
         lines += [f"## Setting {TITLES[s]}", "",
-                  "| config | written with | restore median (min–max) | limit | write | fetched | reconstructed stripes | moved to parity |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+                  "| config | written with | restore median (min–max) | limit | n-8 down | write | fetched | reconstructed stripes | moved to parity |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for r in sorted((r for r in rows if r["setting"] == s), key=lambda r: (r["restoreMedianS"] is None, r["restoreMedianS"] or 0)):
             lines.append(
                 f"| {'**adaptive**' if r['config'] == 'adaptive' else r['config']} | {'; '.join(r['writtenWith']) or '–'} | "
                 f"{fmt(r['restoreMedianS'], ' s')} ({fmt(r['restoreMinS'])}–{fmt(r['restoreMaxS'])}) | {fmt(r['limitS'], ' s')} | "
+                f"{fmt(r['downRestoreMedianS'], ' s')} | "
                 f"{fmt(r['writeS'], ' s')} | {fmt(round(r['bytesFetched'] / 1e6) if r['bytesFetched'] else None, ' MB')} | "
                 f"{fmt(r['stripesReconstructed'])} | {fmt(r['holdersMovedToParity'])} |")
         v = ver.get(s)
@@ -169,6 +179,15 @@ def results_md(rows, ver):
                 if "atLeast30PctFasterThanDefault" in v:
                     goal = f" — goal ≥ 30 %: {'met' if v['atLeast30PctFasterThanDefault'] else 'MISSED'}"
                 lines.append(f"Against the default {DEFAULT} ({v['defaultS']} s): {v['fasterThanDefaultPct']} % faster{goal}.")
+            down = [r for r in rows if r["setting"] == s and r["downRestoreMedianS"] is not None]
+            ad_down = next((r["downRestoreMedianS"] for r in down if r["config"] == "adaptive"), None)
+            fixed_down = [r for r in down if r["config"] != "adaptive"]
+            if ad_down is not None and fixed_down:
+                bd = min(fixed_down, key=lambda r: r["downRestoreMedianS"])
+                dd = next((r["downRestoreMedianS"] for r in fixed_down if r["config"] == DEFAULT), None)
+                lines.append(f"With n-8 (a fast node) down, as the other TaskManagers of a whole-job restart read: adaptive {ad_down} s, "
+                             f"the best fixed ({bd['config']}) {bd['downRestoreMedianS']} s ({round(ad_down / bd['downRestoreMedianS'], 2)}×)"
+                             + (f", the default {dd} s." if dd is not None else "."))
         d = next((r["decision"] for r in rows if r["setting"] == s and r["config"] == "adaptive" and r["decision"]), None)
         if d:
             ad = next(r for r in rows if r["setting"] == s and r["config"] == "adaptive")
@@ -262,6 +281,10 @@ def plots(out, rows):
                     xerr=[[r["restoreMedianS"] - r["restoreMinS"] for r in mine], [r["restoreMaxS"] - r["restoreMedianS"] for r in mine]],
                     fmt="none", ecolor="black", capsize=3)
         ax.scatter([r["limitS"] or 0 for r in mine], names, marker="|", s=200, color="red", label="limit: bytes fetched / 1 Gbit/s", zorder=3)
+        down = [r for r in mine if r["downRestoreMedianS"] is not None]
+        if down:
+            ax.scatter([r["downRestoreMedianS"] for r in down], [r["config"] for r in down], marker="x", s=60, color="black",
+                       label="n-8 (a fast node) down", zorder=3)
         ax.invert_yaxis()
         ax.set_xlabel("restore of the state (s), median of the reads")
         ax.set_title(f"Setting {TITLES[s]}", fontsize=9)

@@ -15,12 +15,12 @@ use tokio::sync::Semaphore;
 use fragstate_core::error::{Error, Result};
 use fragstate_core::format::{Manifest, ObjectSummary};
 use fragstate_core::params::CodingParams;
-use fragstate_core::ids::now_unix_ms;
+use fragstate_core::ids::{now_unix_ms, NodeId};
 use fragstate_core::version::WriteVersion;
 use crate::adaptive::{Adaptive, AdaptiveStats};
 use crate::buffers::StripeBuffers;
 use crate::config::ClientConfig;
-use crate::ctx::{bump, broadcast_delete, timed, Counters, Ctx, InflightBytes, PeerSpeeds, PeerStats};
+use crate::ctx::{bump, broadcast_delete, timed, Counters, Ctx, InflightBytes, PeerSpeeds, PeerStats, RETRY_BACKOFF};
 use crate::reader::ObjectReader;
 use crate::transport::Transport;
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
@@ -156,12 +156,50 @@ impl Client {
         self.lookup_manifest(path, true).await
     }
 
+    /// The newest manifest of `path` on the live nodes. A node whose request
+    /// failed may hold it (a dropped stream, a node that has not taken this
+    /// client's hello yet), so the failed ones still live are asked again
+    /// after [`RETRY_BACKOFF`]; "not there" only when every live node said so,
+    /// else an error naming the nodes that kept failing — never a wrong
+    /// "no such object" (a restore once read one for an existing object).
     async fn lookup_manifest(&self, path: &str, cut_stragglers: bool) -> Result<Option<Arc<Manifest>>> {
-        let live = self.ctx.transport.live_nodes();
+        let live: Vec<NodeId> = self.ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
+        let asked = live.len();
+        let (mut best, mut failed) = self.ask_for_manifest(path, &live, cut_stragglers).await;
+        for pause in RETRY_BACKOFF {
+            if best.is_some() || failed.is_empty() {
+                break;
+            }
+            tokio::time::sleep(pause).await;
+            let live_now: Vec<NodeId> = self.ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
+            let again: Vec<NodeId> = failed.iter().map(|(n, _)| n.clone()).filter(|n| live_now.contains(n)).collect();
+            (best, failed) = self.ask_for_manifest(path, &again, cut_stragglers).await;
+        }
+        match (best, failed.first()) {
+            (Some(m), _) => Ok(Some(m)),
+            (None, None) => Ok(None),
+            (None, Some(_)) if failed.len() == asked => Err(Error::NoNodeAnswered { what: format!("the manifest lookup of {path}") }),
+            (None, Some((node, e))) => Err(Error::NodeUnavailable {
+                node: node.clone(),
+                reason: format!(
+                    "the manifest lookup of {path} failed on it ({e}){} after {} retries, and the nodes that answered do not hold it",
+                    if failed.len() > 1 { format!(" and on {} other live nodes", failed.len() - 1) } else { String::new() },
+                    RETRY_BACKOFF.len()
+                ),
+            }),
+        }
+    }
+
+    /// One round of a manifest lookup: asks `nodes`, returns the newest
+    /// manifest and the nodes whose request failed. With `cut_stragglers`,
+    /// once a manifest has come, nodes that have not answered within
+    /// [`STRAGGLER_GRACE`] (or twice the time it took) count as down.
+    async fn ask_for_manifest(&self, path: &str, nodes: &[NodeId], cut_stragglers: bool) -> (Option<Arc<Manifest>>, Vec<(NodeId, Error)>) {
         let started = Instant::now();
-        let mut answers: FuturesUnordered<_> = live.iter().map(|n| timed(&self.ctx, &n.id, self.ctx.transport.get_manifest(&n.id, path))).collect();
+        let mut answers: FuturesUnordered<_> =
+            nodes.iter().map(|n| async move { (n, timed(&self.ctx, n, self.ctx.transport.get_manifest(n, path)).await) }).collect();
         let mut best: Option<Arc<Manifest>> = None;
-        let mut failures = 0;
+        let mut failed = Vec::new();
         let mut deadline: Option<tokio::time::Instant> = None;
         loop {
             let next = match deadline {
@@ -174,23 +212,20 @@ impl Client {
                     }
                 },
             };
-            let Some(answer) = next else { break };
+            let Some((node, answer)) = next else { break };
             match answer {
                 Ok(Some(m)) if best.as_ref().is_none_or(|b| m.version_key() > b.version_key()) => best = Some(m),
                 Ok(_) => {}
                 Err(e) => {
-                    failures += 1;
-                    tracing::debug!(path, error = %e, "manifest lookup failed on one node");
+                    tracing::debug!(path, %node, error = %e, "manifest lookup failed on one node");
+                    failed.push((node.clone(), e));
                 }
             }
             if cut_stragglers && deadline.is_none() && best.is_some() {
                 deadline = Some(tokio::time::Instant::now() + STRAGGLER_GRACE.max(started.elapsed() * 2));
             }
         }
-        if best.is_none() && failures > 0 && failures == live.len() {
-            return Err(Error::NoNodeAnswered { what: format!("the manifest lookup of {path}") });
-        }
-        Ok(best)
+        (best, failed)
     }
 
     pub async fn stat(&self, path: &str) -> Result<Option<ObjectSummary>> {

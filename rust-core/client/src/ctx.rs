@@ -14,8 +14,7 @@ use fragstate_core::delete::{DeleteStats, DeleteTarget};
 use fragstate_core::error::{Error, Result};
 use fragstate_core::ids::{now_unix_ms, NodeId};
 use fragstate_core::params::CodingParams;
-use fragstate_core::placement::{self, Placement};
-use fragstate_core::placement::NodeInfo;
+use fragstate_core::placement::{self, NodeInfo, Placement};
 use fragstate_core::restore_model::{PeerEstimate, TRUSTED_FOR_MS, TRUSTED_SAMPLES};
 
 use crate::adaptive::Adaptive;
@@ -146,6 +145,11 @@ impl PeerSpeeds {
         nodes.map(|n| m.get(n).copied()).collect()
     }
 }
+
+/// Pauses before asking nodes whose request failed again, one per round (a
+/// stripe's holders, a manifest lookup's nodes); at most about 1.7 s in all.
+pub(crate) const RETRY_BACKOFF: [std::time::Duration; 3] =
+    [std::time::Duration::from_millis(200), std::time::Duration::from_millis(500), std::time::Duration::from_secs(1)];
 
 pub(crate) fn bump(c: &AtomicU64, by: u64) {
     c.fetch_add(by, Ordering::Relaxed);

@@ -12,18 +12,13 @@ use bytes::Bytes;
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::task::JoinHandle;
 
-use crate::ctx::{bump, timed, Ctx};
+use crate::ctx::{bump, timed, Ctx, RETRY_BACKOFF};
 use fragstate_core::codec::StripeCodec;
 use fragstate_core::error::{Error, Result};
 use fragstate_core::format::{Manifest, StripeInfo};
 use fragstate_core::ids::{FragmentKey, WriteId};
 use fragstate_core::ids::{now_unix_ms, NodeId};
 use fragstate_core::restore_model::{fetch_order, PeerEstimate};
-
-/// Pauses before asking holders whose request failed again, one per round;
-/// at most about 1.7 s in all before a stripe counts as unrecoverable.
-const RETRY_BACKOFF: [std::time::Duration; 3] =
-    [std::time::Duration::from_millis(200), std::time::Duration::from_millis(500), std::time::Duration::from_secs(1)];
 
 /// The cells of one stripe and where they came from.
 pub(crate) struct FetchedStripe {

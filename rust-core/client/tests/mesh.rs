@@ -649,3 +649,31 @@ fn an_open_does_not_wait_for_a_straggling_node_but_a_create_does() {
         assert!(tokio::time::timeout(Duration::from_secs(1), c.create("obj", true)).await.is_err(), "a create did not wait for every node");
     });
 }
+
+#[test]
+fn a_manifest_lookup_asks_failed_nodes_again_and_never_calls_an_existing_object_missing() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(6, u64::MAX);
+        let c = client(&mesh, params(2, 1));
+        let data = payload(4 * CELL as usize, 9);
+        let man = write(&c, "obj", &data, 1 << 16).await;
+        // one holder lost; the other two fail their next request (as a node that has
+        // not taken a new client's hello yet): before the retry, "no such object"
+        mesh.kill(&man.holders[0]).unwrap();
+        mesh.fail_requests(&man.holders[1], 1).unwrap();
+        mesh.fail_requests(&man.holders[2], 1).unwrap();
+        assert_eq!(read(&c, "obj").await.unwrap(), data);
+        // holders that keep failing: an error naming one of them, after the bounded retries
+        mesh.fail_requests(&man.holders[1], u64::MAX).unwrap();
+        mesh.fail_requests(&man.holders[2], u64::MAX).unwrap();
+        let t = std::time::Instant::now();
+        let e = c.stat("obj").await.unwrap_err().to_string();
+        assert!(e.contains("manifest lookup of obj failed on it") && e.contains("and on 1 other live nodes"), "{e}");
+        assert!(e.contains(man.holders[1].as_str()) || e.contains(man.holders[2].as_str()), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(10), "gave up after {:?}", t.elapsed());
+        // what no live node holds is still simply not there
+        mesh.fail_requests(&man.holders[1], 0).unwrap();
+        mesh.fail_requests(&man.holders[2], 0).unwrap();
+        assert!(c.stat("never-written").await.unwrap().is_none());
+    });
+}

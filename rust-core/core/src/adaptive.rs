@@ -89,12 +89,13 @@ pub fn data_first<T: Clone>(nodes: &[T], speeds: &[Option<f64>], m: usize) -> (V
 pub const NEARLY_FULL_BELOW_MEDIAN: u64 = 4;
 
 /// The holders of a new object in adaptive mode: the `params.fragments()`
-/// nodes placement chooses among the candidates *not* clearly slow (same test
-/// as [`data_first`], against the median of all measured candidates; unmeasured
-/// and nearly full ones are not preferred / not slow as the module docs say),
-/// and only the fragments those cannot take (too few of them or of their
-/// failure domains) on the others, ranked by placement too. With no clearly
-/// slow candidate it is exactly [`placement::place`]. `speeds` are the
+/// nodes placement chooses among the preferred candidates — not clearly slow
+/// (the test of [`data_first`], against the median of all measured
+/// candidates; an unmeasured one is not slow) and not nearly full
+/// ([`NEARLY_FULL_BELOW_MEDIAN`]) — and only the fragments those cannot take
+/// (too few of them or of their failure domains) on the others, ranked by
+/// placement too. Without a measured speed, or with every candidate
+/// preferred, it is exactly [`placement::place`]. `speeds` are the
 /// candidates' trusted speeds ([`trusted_speeds`]), in their order.
 pub fn place_new_object(key: &[u8], candidates: &[NodeInfo], speeds: &[Option<f64>], params: &CodingParams, policy: PlacementPolicy) -> Result<Placement> {
     let (count, km) = (params.fragments(), (params.k(), params.m()));

@@ -24,7 +24,7 @@
 //! restore, after a restart of the whole job, reads around the loss), or any
 //! other node (intact again). Data fragments are planned on the fastest nodes
 //! and parity on the next, within the bounds: at least the configured parity,
-//! at most the storage overhead `(k+m)/k` allowed. (Until 2026-12-03 it was
+//! at most the storage overhead `(k+m)/k` allowed. (Before 2026-12-02's third run it was
 //! the mean over the loss of each holder only, which charged every setting as
 //! if a holder were always lost and so favoured wide stripes over a layout
 //! that keeps every data fragment on the fast nodes; `adaptive.rs` tests.)

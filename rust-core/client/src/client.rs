@@ -163,15 +163,16 @@ impl Client {
     /// else an error naming the nodes that kept failing — never a wrong
     /// "no such object" (a restore once read one for an existing object).
     async fn lookup_manifest(&self, path: &str, cut_stragglers: bool) -> Result<Option<Arc<Manifest>>> {
-        let live: Vec<NodeId> = self.ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
-        let asked = live.len();
-        let (mut best, mut failed) = self.ask_for_manifest(path, &live, cut_stragglers).await;
+        let live = || -> Vec<NodeId> { self.ctx.transport.live_nodes().into_iter().map(|n| n.id).collect() };
+        let first = live();
+        let asked = first.len();
+        let (mut best, mut failed) = self.ask_for_manifest(path, &first, cut_stragglers).await;
         for pause in RETRY_BACKOFF {
             if best.is_some() || failed.is_empty() {
                 break;
             }
             tokio::time::sleep(pause).await;
-            let live_now: Vec<NodeId> = self.ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
+            let live_now = live();
             let again: Vec<NodeId> = failed.iter().map(|(n, _)| n.clone()).filter(|n| live_now.contains(n)).collect();
             (best, failed) = self.ask_for_manifest(path, &again, cut_stragglers).await;
         }

@@ -134,11 +134,13 @@ impl NetNode {
         }
     }
 
+    /// This node's own figures; `client` is `None` here (a peer's `Stat`
+    /// gets the client's too: [`NetNode::report_client_stats`]).
     pub fn stats(&self) -> NodeStats {
         self.inner.stats()
     }
 
-    /// Makes this node's stats (`fragstate stats`) include what `source` gives:
+    /// Makes this node's answer to peers' `Stat` (`fragstate stats`) include what `source` gives:
     /// the client that uses the node ([`fragstate_client::Client::stats_source`]).
     /// The last one reported counts.
     pub fn report_client_stats(&self, source: impl Fn() -> Option<fragstate_client::ClientStats> + Send + Sync + 'static) {

@@ -184,7 +184,7 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeI
             }
             inner.send(node, s, Kind::Ok, &[], &[]).await
         }
-        Kind::Stat => inner.send(node, s, Kind::Stats, &wire::encode(&inner.stats()), &[]).await,
+        Kind::Stat => inner.send(node, s, Kind::Stats, &wire::encode(&inner.stats_with_client()), &[]).await,
         Kind::Probe => {
             static ZEROS: [u8; wire::MAX_PROBE_BYTES as usize] = [0; wire::MAX_PROBE_BYTES as usize];
             let n: u32 = wire::decode("probe", &f.body)?;

@@ -130,8 +130,15 @@ impl Inner {
             uptime_secs: self.started.elapsed().as_secs(),
             heap_bytes: fragstate_core::heap::live_bytes().unwrap_or(0),
             scrub: self.scrub.stats(),
-            client: lock(&self.client_stats).as_ref().and_then(|f| f()),
+            client: None,
         }
+    }
+
+    /// [`Inner::stats`] with the figures of the client that uses this node
+    /// (the answer to a peer's `Stat`: `fragstate stats`). Not in `stats`
+    /// itself: the node's own metrics report that client beside it.
+    pub(crate) fn stats_with_client(&self) -> NodeStats {
+        NodeStats { client: lock(&self.client_stats).as_ref().and_then(|f| f()), ..self.stats() }
     }
 
     pub(crate) fn store(&self) -> Result<&Arc<FragmentStore>> {

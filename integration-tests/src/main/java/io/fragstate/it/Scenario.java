@@ -261,8 +261,9 @@ public record Scenario(String id, String description, Map<String, String> flinkC
     }
 
     /**
-     * Scenario i: scenario a with adaptive mode on and a 2 s phase, so every TaskManager decides
-     * several phases before the kill (full tier). This job's states are kilobytes: no upload reaches
+     * Scenario i: scenario a with adaptive mode on — the default since 2026-12-02, set here so the
+     * scenario keeps its meaning — and a 2 s phase, so every TaskManager decides several phases
+     * before the kill (full tier). This job's states are kilobytes: no upload reaches
      * the 256 KiB a measurement needs, so the decisions keep the configured RS(2,2) and say why —
      * what is checked is that adaptive mode runs inside real TaskManagers without changing the
      * outcome (its effect on restores is measured by ci/bench-adaptive.sh).

@@ -1,6 +1,5 @@
 package io.fragstate.generator;
 
-import io.fragstate.traffic.VehicleEvent;
 import java.io.PrintStream;
 import java.util.List;
 import java.util.Map;
@@ -20,10 +19,11 @@ import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
- * Sends the simulation to Kafka, paced so that simulated second {@code t} goes out at wall time
- * {@code t / speedup} after the start (event times stay simulated). Record key = plate, record
- * timestamp = event time. After the last second one end-of-input event goes to every partition.
- * Idempotent producer with {@code acks=all}: the input topic holds each event exactly once.
+ * Sends a simulation ({@link EventSource}) to Kafka, paced so that simulated second {@code t} goes
+ * out at wall time {@code t / speedup} after the start (event times stay simulated). Record key and
+ * timestamp are the source's (the traffic simulation: plate and event time). After the last second
+ * the source's end-of-input record goes to every partition. Idempotent producer with {@code
+ * acks=all}: the input topic holds each event exactly once.
  */
 public final class KafkaEventProducer {
     /** What a run sent. */
@@ -71,7 +71,12 @@ public final class KafkaEventProducer {
     }
 
     public Stats run(GeneratorConfig config) throws InterruptedException {
-        return run(config, second -> { });
+        return run(TrafficSimulator.events(config), second -> { });
+    }
+
+    /** The traffic simulation of {@code config}; {@code onSecond} as in {@link #run(EventSource, IntConsumer)}. */
+    public Stats run(GeneratorConfig config, IntConsumer onSecond) throws InterruptedException {
+        return run(TrafficSimulator.events(config), onSecond);
     }
 
     /**
@@ -79,23 +84,14 @@ public final class KafkaEventProducer {
      *
      * @param onSecond told the number of simulated seconds sent so far, after each second
      */
-    public Stats run(GeneratorConfig config, IntConsumer onSecond) throws InterruptedException {
+    public Stats run(EventSource sim, IntConsumer onSecond) throws InterruptedException {
         ensureTopic();
-        Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
-        p.put(ProducerConfig.ACKS_CONFIG, "all");
-        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
-        p.put(ProducerConfig.LINGER_MS_CONFIG, "10");
-        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "60000");
-        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         AtomicReference<Exception> failure = new AtomicReference<>();
-        TrafficSimulator sim = new TrafficSimulator(config);
         long sent = 0;
         long start = System.nanoTime();
         long lastReport = start;
         long sentAtLastReport = 0;
-        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+        try (KafkaProducer<String, String> producer = newProducer()) {
             while (sim.hasNext()) {
                 int second = sim.currentSecond();
                 long due = start + (long) (second * 1e9 / speedup);
@@ -103,9 +99,9 @@ public final class KafkaEventProducer {
                 if (wait > 0) {
                     TimeUnit.NANOSECONDS.sleep(wait);
                 }
-                List<VehicleEvent> events = sim.nextSecond();
-                for (VehicleEvent e : events) {
-                    producer.send(new ProducerRecord<>(topic, null, e.ts, e.lp, e.toJson()), (md, ex) -> {
+                List<EventSource.Event> events = sim.nextSecond();
+                for (EventSource.Event e : events) {
+                    producer.send(new ProducerRecord<>(topic, null, e.timestampMs(), e.key(), e.json()), (md, ex) -> {
                         if (ex != null) {
                             failure.compareAndSet(null, ex);
                         }
@@ -119,16 +115,16 @@ public final class KafkaEventProducer {
                 long now = System.nanoTime();
                 if (progress != null && (now - lastReport) / 1e9 >= progressIntervalSeconds) {
                     double rate = (sent - sentAtLastReport) / ((now - lastReport) / 1e9);
-                    progress.printf("generator: second %d/%d, %d vehicles active, %d events sent, %.0f events/s%n",
-                            second + 1, config.durationSeconds(), events.size(), sent, rate);
+                    progress.printf("generator: second %d/%d, %d events in it, %d events sent, %.0f events/s%n",
+                            second + 1, sim.durationSeconds(), events.size(), sent, rate);
                     lastReport = now;
                     sentAtLastReport = sent;
                 }
             }
             List<PartitionInfo> parts = producer.partitionsFor(topic);
-            VehicleEvent flush = sim.flushEvent();
+            EventSource.Event flush = sim.flushEvent();
             for (PartitionInfo part : parts) {
-                producer.send(new ProducerRecord<>(topic, part.partition(), flush.ts, flush.lp, flush.toJson()));
+                producer.send(new ProducerRecord<>(topic, part.partition(), flush.timestampMs(), flush.key(), flush.json()));
             }
             producer.flush();
             if (failure.get() != null) {
@@ -141,5 +137,39 @@ public final class KafkaEventProducer {
             }
             return new Stats(sent, parts.size(), wall);
         }
+    }
+
+    /**
+     * Sends {@code records} at once (no pacing, no end-of-input record) and waits until the
+     * broker has acknowledged every one: a reference table a job reads before its input, e.g. the
+     * Yahoo Streaming Benchmark's campaigns.
+     */
+    public void sendAll(List<EventSource.Event> records) throws InterruptedException {
+        ensureTopic();
+        try (KafkaProducer<String, String> producer = newProducer()) {
+            List<java.util.concurrent.Future<?>> acks = new java.util.ArrayList<>(records.size());
+            for (EventSource.Event e : records) {
+                acks.add(producer.send(new ProducerRecord<>(topic, null, e.timestampMs(), e.key(), e.json())));
+            }
+            producer.flush();
+            for (java.util.concurrent.Future<?> ack : acks) {
+                ack.get();
+            }
+        } catch (ExecutionException e) {
+            throw new IllegalStateException("sending to " + topic + " failed: " + e.getCause(), e.getCause());
+        }
+    }
+
+    /** Idempotent, {@code acks=all}: each record lands in the topic exactly once. */
+    private KafkaProducer<String, String> newProducer() {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "10");
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "60000");
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        return new KafkaProducer<>(p);
     }
 }

@@ -43,6 +43,14 @@ public final class RateProfile {
         return new RateProfile(c, "built-in");
     }
 
+    /** The same count in every second (e.g. events per second of a constant-rate run). */
+    public static RateProfile constant(int count) {
+        if (count < 0) {
+            throw new IllegalArgumentException("a constant rate must not be negative, got " + count);
+        }
+        return new RateProfile(new int[] {count}, "constant " + count + "/s");
+    }
+
     /** The name {@code --profile} accepts for {@link #daedalus()}. */
     public static final String DAEDALUS = "daedalus";
 

@@ -91,6 +91,41 @@ public final class TrafficSimulator {
         return new VehicleRegistry(m);
     }
 
+    /** A fresh simulation of {@code config} as the records {@link KafkaEventProducer} sends: key = plate. */
+    public static EventSource events(GeneratorConfig config) {
+        TrafficSimulator sim = new TrafficSimulator(config);
+        return new EventSource() {
+            @Override
+            public int durationSeconds() {
+                return config.durationSeconds();
+            }
+
+            @Override
+            public boolean hasNext() {
+                return sim.hasNext();
+            }
+
+            @Override
+            public int currentSecond() {
+                return sim.currentSecond();
+            }
+
+            @Override
+            public List<Event> nextSecond() {
+                return sim.nextSecond().stream().map(TrafficSimulator::record).toList();
+            }
+
+            @Override
+            public Event flushEvent() {
+                return record(sim.flushEvent());
+            }
+        };
+    }
+
+    private static EventSource.Event record(VehicleEvent e) {
+        return new EventSource.Event(e.lp, e.ts, e.toJson());
+    }
+
     /** Runs a fresh simulation to the end and returns the registry of its whole fleet. */
     public static VehicleRegistry registryFor(GeneratorConfig config) {
         TrafficSimulator sim = new TrafficSimulator(config);

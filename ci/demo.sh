@@ -18,6 +18,8 @@
 #   ci/demo.sh --scenario d    # stop the whole cluster (disk-backed fragment stores), start it, resume
 #   ci/demo.sh --scenario e    # stop with a savepoint in fragstate, resume at parallelism 3
 #   ci/demo.sh --scenario h    # the same job with plain Flink (hashmap + file://), for comparison
+#   ci/demo.sh --job ysb       # scenario a with the Yahoo Streaming Benchmark job instead
+#                              # (also with --scenario: e.g. --job ysb --scenario f)
 #   ci/demo.sh --help          # this text; every other argument goes to the harness (RunScenario)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -7,7 +7,7 @@ import java.nio.file.Path;
 import java.util.Properties;
 
 /**
- * The build outputs the harness runs: the Traffic Monitoring job jar and the fragstate plugin jar.
+ * The build outputs the harness runs: the job jars (Traffic Monitoring, YSB) and the fragstate plugin jar.
  * Each comes from a system property (the failsafe configuration in {@code integration-tests/pom.xml}
  * sets both from the Maven project version) or else from its place under {@code repo}, named with
  * the project version that Maven wrote into {@code project.properties} when it built the harness.
@@ -36,6 +36,11 @@ final class Artifacts {
     /** The job jar: {@code -Dfragstate.job.jar}, else {@code flink-examples/traffic-monitoring/target/traffic-monitoring-<version>.jar}. */
     static Path jobJar(Path repo) {
         return fromPropertyOr("fragstate.job.jar", repo, "flink-examples/traffic-monitoring/target/traffic-monitoring-%s.jar");
+    }
+
+    /** The YSB job jar: {@code -Dfragstate.ysb.job.jar}, else {@code flink-examples/ysb/ysb-job/target/ysb-job-<version>.jar}. */
+    static Path ysbJobJar(Path repo) {
+        return fromPropertyOr("fragstate.ysb.job.jar", repo, "flink-examples/ysb/ysb-job/target/ysb-job-%s.jar");
     }
 
     /** The plugin jar built by java-bridge: {@code -Dfragstate.plugin.jar}, else {@code java-bridge/target/fragstate-flink-<version>.jar}. */

@@ -83,6 +83,7 @@ final class Disruptions {
     void killAndAwaitRunning(String jobId, RecoveryTimeline tl, Scenario.Disruption plan, AtomicInteger generatorSecond)
             throws Exception {
         String windowVertex = rest.vertexId(jobId, "window");
+        String windowName = rest.get("/jobs/" + jobId + "/vertices/" + windowVertex).path("name").asText("window");
         List<String> victims = new ArrayList<>(rest.taskManagersOf(jobId, windowVertex));
         if (victims.size() < plan.taskManagers()) {
             throw new IllegalStateException("only " + victims.size() + " TaskManagers run window subtasks; cannot kill "
@@ -91,7 +92,7 @@ final class Disruptions {
         victims = victims.subList(0, plan.taskManagers());
         for (JsonNode s : rest.get("/jobs/" + jobId + "/vertices/" + windowVertex).path("subtasks")) {
             if (victims.contains(s.path("taskmanager-id").asText())) {
-                tl.statefulSubtasksOnKilled.add("average-speed-window#" + s.path("subtask").asInt());
+                tl.statefulSubtasksOnKilled.add(windowName + "#" + s.path("subtask").asInt());
             }
         }
         List<Long> pids = new ArrayList<>();

@@ -22,9 +22,12 @@ final class OutputCollector implements AutoCloseable {
     private final KafkaConsumer<String, String> consumer;
     private final List<String> values = new ArrayList<>();
     private final List<String> keyMismatches = new ArrayList<>();
+    private final String keyField;
 
-    OutputCollector(String brokers, String topic) {
+    /** @param keyField the JSON field of each output line whose value must be the record's key */
+    OutputCollector(String brokers, String topic, String keyField) {
         consumer = fromTheBeginning(brokers, topic, "read_committed");
+        this.keyField = keyField;
     }
 
     /**
@@ -49,8 +52,8 @@ final class OutputCollector implements AutoCloseable {
     void poll(Duration d) {
         for (ConsumerRecord<String, String> r : consumer.poll(d)) {
             values.add(r.value());
-            // the record key must be the plate of the notification
-            if (r.key() == null || !r.value().contains("\"lp\":" + quote(r.key()) + ",")) {
+            // the record key must be the line's key field (the plate, the campaign)
+            if (r.key() == null || !r.value().contains("\"" + keyField + "\":" + quote(r.key()) + ",")) {
                 keyMismatches.add(r.key() + " -> " + r.value());
             }
         }
@@ -96,7 +99,7 @@ final class OutputCollector implements AutoCloseable {
         });
         result.keyMismatches = keyMismatches.size();
         if (!keyMismatches.isEmpty()) {
-            Report.step("records whose key is not their plate: " + keyMismatches.subList(0, Math.min(3, keyMismatches.size())));
+            Report.step("records whose key is not their " + keyField + ": " + keyMismatches.subList(0, Math.min(3, keyMismatches.size())));
         }
     }
 

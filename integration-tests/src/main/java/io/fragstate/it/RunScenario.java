@@ -16,11 +16,13 @@ import java.util.Set;
  *
  * <pre>
  * java -jar integration-tests/target/integration-tests-&lt;version&gt;-all.jar
- *     [--scenario h|plain-d|plain-e|a|b|c|d|e|f|r] [--repo .] [--job-jar PATH]
+ *     [--scenario h|plain-d|plain-e|a|b|c|d|e|f|r] [--job traffic|ysb] [--repo .] [--job-jar PATH]
  *     [--config key=value]... [--config-file FILE] [--lib-jar JAR]...
  *     [--kill N] [--during-checkpoint] [--id NAME] [--scale 0.2] [--duration-s 90] [--speedup 1.5] [--seed 42]
  * </pre>
  *
+ * {@code --job ysb} runs the Yahoo Streaming Benchmark job instead of Traffic Monitoring (its own
+ * default rate: {@link Workload#defaultSimulation}; {@code --scale} multiplies ad events per second).
  * {@code --config}/{@code --config-file} lines are added to the scenario's config.yaml settings
  * (e.g. the fragstate state backend), {@code --lib-jar} goes into Flink's lib/.
  */
@@ -39,13 +41,12 @@ public final class RunScenario {
             }
         }
         CliArgs a = CliArgs.parse(rest.toArray(String[]::new),
-                Set.of("scenario", "repo", "job-jar", "config-file", "kill", "id", "scale", "duration-s", "speedup", "seed"),
+                Set.of("scenario", "job", "repo", "job-jar", "config-file", "kill", "id", "scale", "duration-s", "speedup", "seed"),
                 Set.of("during-checkpoint"));
         Path repo = Path.of(a.get("repo", ".")).toAbsolutePath().normalize();
         if (!Files.isRegularFile(repo.resolve("ci/lib/flink-cluster.sh"))) {
             throw new IllegalArgumentException(repo + " is not the fragstate repository (no ci/lib/flink-cluster.sh); pass --repo");
         }
-        Path jobJar = a.has("job-jar") ? Path.of(a.get("job-jar", "")) : Artifacts.jobJar(repo);
 
         Scenario base;
         switch (a.get("scenario", "h")) {
@@ -62,6 +63,11 @@ public final class RunScenario {
             default: throw new IllegalArgumentException("--scenario must be one of h, plain-d, plain-e, a, b, c, d, e, f, r"
                     + " (g, the refused setting, runs as FragstateClusterRecoveryIT#scenarioG)");
         }
+        Workload workload = Workload.named(a.get("job", "traffic"));
+        if (workload != Workload.TRAFFIC) {
+            base = base.running(workload);
+        }
+        Path jobJar = a.has("job-jar") ? Path.of(a.get("job-jar", "")) : workload.jobJar(repo);
         Map<String, String> config = new LinkedHashMap<>(base.flinkConfig());
         if (a.has("config-file")) {
             for (String line : Files.readAllLines(Path.of(a.get("config-file", "")))) {
@@ -93,7 +99,7 @@ public final class RunScenario {
         Scenario scenario = new Scenario(a.get("id", base.id()), base.description() + (configPairs.isEmpty()
                 && !a.has("config-file") ? "" : " + " + config), config,
                 java.util.stream.Stream.concat(base.libJars().stream(), libJars.stream().map(Path::of)).toList(), base.taskManagers(), base.parallelism(),
-                base.checkpointIntervalMs(), sim, d, base.fragstateNodes(), base.stockFlinkConfig());
+                base.checkpointIntervalMs(), sim, d, base.fragstateNodes(), base.stockFlinkConfig(), workload);
 
         ScenarioRunner.Result r;
         try (ScenarioRunner runner = new ScenarioRunner(scenario, repo, jobJar)) {
@@ -110,7 +116,7 @@ public final class RunScenario {
                 }
             });
         }
-        System.out.printf("output:   %d committed notifications, %d expected, %d missing, %d duplicated or wrong -> %s%n",
+        System.out.printf("output:   %d committed output lines, %d expected, %d missing, %d duplicated or wrong -> %s%n",
                 r.committedNotifications, r.expectedNotifications, r.missing.size(), r.duplicatesOrUnexpected.size(),
                 r.exactlyOnce() ? "EXACTLY ONCE" : "NOT EXACTLY ONCE");
         System.exit(r.exactlyOnce() ? 0 : 1);

@@ -31,10 +31,26 @@ import java.util.Map;
  * @param stockFlinkConfig true: config.yaml is the distribution's own, as shipped, with {@code flinkConfig}
  *                      appended (no harness base settings, fixed ports 6123/8081, and in cluster mode no
  *                      {@code fragstate.listen}/{@code fragstate.bootstrap}: the plugin's defaults)
+ * @param workload      the job, its input and its reference computation
  */
 public record Scenario(String id, String description, Map<String, String> flinkConfig, List<Path> libJars,
         int taskManagers, int parallelism, long checkpointIntervalMs, Simulation simulation, Disruption disruption,
-        int fragstateNodes, boolean stockFlinkConfig) {
+        int fragstateNodes, boolean stockFlinkConfig, Workload workload) {
+
+    /** A Traffic Monitoring scenario. */
+    public Scenario(String id, String description, Map<String, String> flinkConfig, List<Path> libJars,
+            int taskManagers, int parallelism, long checkpointIntervalMs, Simulation simulation, Disruption disruption,
+            int fragstateNodes, boolean stockFlinkConfig) {
+        this(id, description, flinkConfig, libJars, taskManagers, parallelism, checkpointIntervalMs, simulation,
+                disruption, fragstateNodes, stockFlinkConfig, Workload.TRAFFIC);
+    }
+
+    /** This scenario with another job and its {@link Workload#defaultSimulation}; id and description say which. */
+    public Scenario running(Workload other) {
+        return new Scenario(other.name() + "-" + id, other.name() + " job: " + description, flinkConfig, libJars,
+                taskManagers, parallelism, checkpointIntervalMs, other.defaultSimulation(), disruption, fragstateNodes,
+                stockFlinkConfig, other);
+    }
 
     /** A scenario on the harness' base settings. */
     public Scenario(String id, String description, Map<String, String> flinkConfig, List<Path> libJars,
@@ -56,9 +72,9 @@ public record Scenario(String id, String description, Map<String, String> flinkC
         return "cluster".equalsIgnoreCase(flinkConfig.getOrDefault("fragstate.mode", "").strip());
     }
 
-    /** Generator parameters; {@code speedup} = simulated seconds per wall-clock second. */
     /**
-     * The generator's parameters.
+     * The generator's parameters; {@code speedup} = simulated seconds per wall-clock second;
+     * {@code scale} multiplies the rate profile (traffic: active vehicles, YSB: ad events per second).
      *
      * @param profile            {@code null}: the generator's built-in rate profile; else a profile
      *                           file or {@code daedalus} ({@link RateProfile#read})
@@ -70,7 +86,7 @@ public record Scenario(String id, String description, Map<String, String> flinkC
             this(seed, scale, durationSeconds, speedup, null, 1);
         }
 
-        /** What the generator and the reference computation run with. */
+        /** What the traffic simulation and its reference computation run with. */
         public GeneratorConfig generatorConfig() {
             if (profile == null) {
                 return GeneratorConfig.defaults(seed, scale, durationSeconds);

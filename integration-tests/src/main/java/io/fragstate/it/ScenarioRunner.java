@@ -2,11 +2,8 @@ package io.fragstate.it;
 
 import static io.fragstate.it.Report.step;
 
-import io.fragstate.generator.GeneratorConfig;
+import io.fragstate.generator.EventSource;
 import io.fragstate.generator.KafkaEventProducer;
-import io.fragstate.generator.ReferenceModel;
-import io.fragstate.generator.TrafficSimulator;
-import io.fragstate.generator.VehicleGeneratorMain;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -78,6 +75,11 @@ public final class ScenarioRunner implements AutoCloseable {
         public List<String> matchingLogLines = new ArrayList<>();
     }
 
+    /** A runner of {@code scenario} with its workload's job jar. */
+    public ScenarioRunner(Scenario scenario, Path repo) {
+        this(scenario, repo, scenario.workload().jobJar(repo));
+    }
+
     public ScenarioRunner(Scenario scenario, Path repo, Path jobJar) {
         this.scenario = scenario;
         this.repo = repo.toAbsolutePath().normalize();
@@ -122,10 +124,10 @@ public final class ScenarioRunner implements AutoCloseable {
         if (!Files.isRegularFile(jobJar)) {
             throw new IllegalStateException("job jar " + jobJar + " not found: build it first (mvn package)");
         }
-        GeneratorConfig genConfig = beginRun();
+        beginRun();
 
         // expected output first: a pure computation from the generator parameters
-        List<String> expected = ReferenceModel.expectedNotifications(genConfig);
+        List<String> expected = scenario.workload().expected(scenario.simulation());
         result.expectedNotifications = expected.size();
         Files.write(runDir.resolve("expected.jsonl"), expected, StandardCharsets.UTF_8);
         step("reference computation: " + expected.size() + " notifications expected");
@@ -140,12 +142,12 @@ public final class ScenarioRunner implements AutoCloseable {
 
         // generator in the background, output collector in this thread
         AtomicInteger generatorSecond = new AtomicInteger();
-        CompletableFuture<KafkaEventProducer.Stats> generator = startGenerator(producer, genConfig, second -> {
+        CompletableFuture<KafkaEventProducer.Stats> generator = startGenerator(producer, second -> {
             generatorSecond.set(second);
             onGeneratorSecond.accept(second);
         });
 
-        try (OutputCollector output = new OutputCollector(stack.brokers(), ServiceStack.OUTPUT_TOPIC)) {
+        try (OutputCollector output = newOutputCollector()) {
             String jobId = phase.run(stack, first, result, generatorSecond, generator);
             if (scenario.fragstateCluster()) {
                 FragstateFigures.collect(stack, result.fragstate);
@@ -161,28 +163,25 @@ public final class ScenarioRunner implements AutoCloseable {
         return result;
     }
 
-    /**
-     * What every run starts with: daemons of dead earlier runs stopped, this run's directory owned
-     * by this JVM, and the generator's parameters and vehicle registry (the job's reference
-     * table) for the scenario's simulation.
-     */
-    private GeneratorConfig beginRun() throws IOException {
+    /** What every run starts with: daemons of dead earlier runs stopped, this run's directory owned by this JVM. */
+    private void beginRun() throws IOException {
         stack.stopLeftoversOfEarlierRuns();
         Files.createDirectories(runDir);
         Files.writeString(runDir.resolve("owner.pid"), Long.toString(ProcessHandle.current().pid()));
         step("scenario " + scenario.id() + ": " + scenario.description() + " (run dir " + runDir + ")");
-        Scenario.Simulation sim = scenario.simulation();
-        GeneratorConfig genConfig = sim.generatorConfig();
-        VehicleGeneratorMain.writeRegistry(TrafficSimulator.registryFor(genConfig), stack.registry());
-        return genConfig;
     }
 
-    /** The vehicle generator in the background; {@code second} hears each simulated second it has sent. */
-    private static CompletableFuture<KafkaEventProducer.Stats> startGenerator(KafkaEventProducer producer,
-            GeneratorConfig genConfig, IntConsumer second) {
+    /** The committed output of the job, checked against the workload's record key. */
+    private OutputCollector newOutputCollector() {
+        return new OutputCollector(stack.brokers(), stack.outputTopic(), scenario.workload().keyField());
+    }
+
+    /** The workload's generator in the background; {@code second} hears each simulated second it has sent. */
+    private CompletableFuture<KafkaEventProducer.Stats> startGenerator(KafkaEventProducer producer, IntConsumer second) {
+        EventSource events = scenario.workload().events(scenario.simulation());
         return CompletableFuture.supplyAsync(() -> {
             try {
-                return producer.run(genConfig, second);
+                return producer.run(events, second);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new IllegalStateException(e);
@@ -198,7 +197,7 @@ public final class ScenarioRunner implements AutoCloseable {
      * must not run silently degraded: it fails, no checkpoint completes, nothing is committed.
      */
     public RejectedConfigResult runExpectingRejectedConfig(Duration observe, List<String> needles) throws Exception {
-        GeneratorConfig genConfig = beginRun();
+        beginRun();
         Map<String, String> flinkConfig = new LinkedHashMap<>(scenario.flinkConfig());
         KafkaEventProducer producer = stack.start(flinkConfig, scenario.simulation());
         FlinkRest rest = stack.rest();
@@ -217,8 +216,8 @@ public final class ScenarioRunner implements AutoCloseable {
             step("flink run failed (the job was refused at submission); job " + jobId);
         }
         String job = jobId;
-        CompletableFuture<KafkaEventProducer.Stats> generator = startGenerator(producer, genConfig, s -> { });
-        try (OutputCollector output = new OutputCollector(stack.brokers(), ServiceStack.OUTPUT_TOPIC)) {
+        CompletableFuture<KafkaEventProducer.Stats> generator = startGenerator(producer, s -> { });
+        try (OutputCollector output = newOutputCollector()) {
             Waits.pollUntil(observe, () -> job == null || TERMINAL_STATES.contains(rest.job(job).path("state").asText()),
                     () -> output.poll(Duration.ofMillis(500)));
             generator.join(); // the whole input is in Kafka: nothing was lost on the way in

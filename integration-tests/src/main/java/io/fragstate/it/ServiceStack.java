@@ -23,8 +23,6 @@ import java.util.regex.Pattern;
  * {@link #stopLeftoversOfEarlierRuns()} stops what a killed earlier run left behind.
  */
 final class ServiceStack implements AutoCloseable {
-    static final String INPUT_TOPIC = "traffic-monitoring-events";
-    static final String OUTPUT_TOPIC = "traffic-monitoring-notifications";
     private static final Pattern JOB_ID = Pattern.compile("JobID ([0-9a-f]{32})");
 
     private final Scenario scenario;
@@ -58,9 +56,9 @@ final class ServiceStack implements AutoCloseable {
         Runtime.getRuntime().addShutdownHook(shutdownHook);
     }
 
-    /** The vehicle registry the job reads (the harness writes it before the job is submitted). */
-    Path registry() {
-        return runDir.resolve("vehicle-registry.csv");
+    /** The topic the job commits its output to. */
+    String outputTopic() {
+        return scenario.workload().outputTopic();
     }
 
     /** The per-run Flink folder: {@code home/}, {@code log/}, {@code checkpoints/}, {@code savepoints/}. */
@@ -76,7 +74,10 @@ final class ServiceStack implements AutoCloseable {
         return brokers;
     }
 
-    /** Kafka, the standalone fragstate nodes (cluster mode) and the Flink cluster; topics created. */
+    /**
+     * Kafka, the standalone fragstate nodes (cluster mode) and the Flink cluster; topics created
+     * and the workload's reference data made ({@link Workload#prepare}).
+     */
     KafkaEventProducer start(Map<String, String> flinkConfig, Scenario.Simulation sim) throws Exception {
         // Kafka and the Flink cluster come up side by side
         int kafkaPort = freePort();
@@ -116,9 +117,12 @@ final class ServiceStack implements AutoCloseable {
         // one input partition per source subtask at least: a source reader without a split never
         // advances its watermark, so the event-time windows would never fire (parallelism 8, soak)
         int partitions = Math.max(4, scenario.parallelism());
-        KafkaEventProducer producer = new KafkaEventProducer(brokers, INPUT_TOPIC, partitions, sim.speedup(), 10, System.out);
+        Workload workload = scenario.workload();
+        KafkaEventProducer producer = new KafkaEventProducer(brokers, workload.inputTopic(), partitions, sim.speedup(), 10,
+                System.out);
         producer.ensureTopic();
-        new KafkaEventProducer(brokers, OUTPUT_TOPIC, 2, 1, 10, System.out).ensureTopic();
+        new KafkaEventProducer(brokers, workload.outputTopic(), 2, 1, 10, System.out).ensureTopic();
+        workload.prepare(sim, runDir, brokers);
         return producer;
     }
 
@@ -269,14 +273,15 @@ final class ServiceStack implements AutoCloseable {
         if (restorePath != null) {
             cmd.addAll(List.of("-s", restorePath));
         }
+        Workload workload = scenario.workload();
         cmd.addAll(List.of(jobJar.toString(),
                 "--brokers", brokers,
-                "--input-topic", INPUT_TOPIC, "--output-topic", OUTPUT_TOPIC,
+                "--input-topic", workload.inputTopic(), "--output-topic", workload.outputTopic(),
                 "--parallelism", Integer.toString(parallelism),
                 "--checkpoint-interval-ms", Long.toString(scenario.checkpointIntervalMs()),
-                "--vehicle-registry", registry().toUri().toString(),
                 "--transactional-id-prefix", "tm-" + scenario.id(),
                 "--transaction-timeout-ms", "300000"));
+        cmd.addAll(workload.jobArguments(runDir));
         String out = Shell.run(repo, flinkEnv(), Duration.ofMinutes(3), cmd);
         Matcher m = JOB_ID.matcher(out);
         if (!m.find()) {

@@ -70,7 +70,7 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
         if (plan.mode().equals(TuneEvalPlan.CONTROLLER)) {
             tune = startTune(stack, jobId);
         }
-        try (LatencyCollector latency = new LatencyCollector(stack.brokers(), ServiceStack.OUTPUT_TOPIC)) {
+        try (LatencyCollector latency = new LatencyCollector(stack.brokers(), stack.outputTopic())) {
             if (plan.mode().equals(TuneEvalPlan.EXPERIMENTS)) {
                 trigger = new CheckpointTrigger(rest, jobId, plan.experimentIntervals().get(0));
                 runExperiments(stack, disruptions, jobId, generatorSecond, generator, latency, trigger);

@@ -1,6 +1,5 @@
 package io.fragstate.it;
 
-import static io.fragstate.it.ScenarioChecks.JOB_JAR;
 import static io.fragstate.it.ScenarioChecks.REPO;
 import static io.fragstate.it.ScenarioChecks.assertExactlyOnce;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -26,7 +25,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * networked fragstate node per JobManager/TaskManager JVM (failure domain per process, a cluster
  * key made per run with {@code fragstate keygen}) plus two standalone {@code fragstate node}
  * processes, and the same exactly-once check against the reference computation as scenario h.
- * Every fragstate scenario (a–g, r) runs in the default tier, i.e. in {@code ci/test.sh}.
+ * The fragstate scenarios a–e, g and r with the Traffic Monitoring job, and a and f with the YSB
+ * job, run in the quick tier, i.e. in {@code ci/test.sh}; f with the traffic job and i in the full tier.
  */
 class FragstateClusterRecoveryIT {
 
@@ -106,17 +106,52 @@ class FragstateClusterRecoveryIT {
     static Stream<Arguments> killScenarios() {
         return Stream.of(
                 Arguments.of("b: two TaskManagers at once", (Function<Path, Scenario>) Scenario::fragstateKillTwoTaskManagers, 2),
-                Arguments.of("c: during a checkpoint", (Function<Path, Scenario>) Scenario::fragstateKillDuringCheckpoint, 1),
-                Arguments.of("f: RocksDB incremental", (Function<Path, Scenario>) Scenario::fragstateRocksDbIncrementalKillOneTaskManager, 1));
+                Arguments.of("c: during a checkpoint", (Function<Path, Scenario>) Scenario::fragstateKillDuringCheckpoint, 1));
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("killScenarios")
     @Timeout(value = 12, unit = TimeUnit.MINUTES)
-    void scenariosBCF_fragstateCluster_kill_exactlyOnce(String name, Function<Path, Scenario> scenario, int kills)
+    void scenariosBC_fragstateCluster_kill_exactlyOnce(String name, Function<Path, Scenario> scenario, int kills)
             throws Exception {
         ScenarioRunner.Result r = run(scenario.apply(REPO));
         assertThat(r.timeline.killedTaskManagers).hasSize(kills);
+        assertThat(r.timeline.restores).isGreaterThanOrEqualTo(1);
+    }
+
+    /**
+     * Scenario f with the Traffic Monitoring job (full tier since 2026-12-02: the quick tier runs f
+     * with the YSB job, {@link #ysbJob_scenariosAF_fragstateCluster_killOneTaskManager_exactlyOnce}).
+     */
+    @Test
+    @EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
+    @Timeout(value = 12, unit = TimeUnit.MINUTES)
+    void scenarioF_rocksDbIncremental_killOneTaskManager_exactlyOnce() throws Exception {
+        ScenarioRunner.Result r = run(Scenario.fragstateRocksDbIncrementalKillOneTaskManager(REPO));
+        assertThat(r.timeline.killedTaskManagers).hasSize(1);
+        assertThat(r.timeline.restores).isGreaterThanOrEqualTo(1);
+    }
+
+    static Stream<Arguments> ysbScenarios() {
+        return Stream.of(
+                Arguments.of("a: kill -9 one TaskManager", (Function<Path, Scenario>) Scenario::fragstateKillOneTaskManager),
+                Arguments.of("f: RocksDB incremental", (Function<Path, Scenario>) Scenario::fragstateRocksDbIncrementalKillOneTaskManager));
+    }
+
+    /**
+     * The Yahoo Streaming Benchmark job in scenarios a and f: its state (Kafka offsets, the
+     * campaign table in broadcast state, views waiting for their campaign, per-campaign window
+     * counts, sink transactions) goes through fragstate and comes back after the kill, exactly once.
+     */
+    @ParameterizedTest(name = "YSB {0}")
+    @MethodSource("ysbScenarios")
+    @Timeout(value = 12, unit = TimeUnit.MINUTES)
+    void ysbJob_scenariosAF_fragstateCluster_killOneTaskManager_exactlyOnce(String name, Function<Path, Scenario> scenario)
+            throws Exception {
+        ScenarioRunner.Result r = run(scenario.apply(REPO).running(Workload.YSB));
+        assertThat(r.timeline.killedTaskManagers).hasSize(1);
+        assertThat(r.timeline.statefulSubtasksOnKilled).as("the killed TaskManager counted campaign windows").isNotEmpty()
+                .allSatisfy(s -> assertThat(s).contains("campaign-window-count"));
         assertThat(r.timeline.restores).isGreaterThanOrEqualTo(1);
     }
 
@@ -156,7 +191,7 @@ class FragstateClusterRecoveryIT {
     @Timeout(value = 8, unit = TimeUnit.MINUTES)
     void scenarioG_wrongSetting_failsTheJobNamingTheSettingAndCommitsNothing() throws Exception {
         ScenarioRunner.RejectedConfigResult r;
-        try (ScenarioRunner runner = new ScenarioRunner(Scenario.fragstateTooManyFragments(REPO), REPO, JOB_JAR)) {
+        try (ScenarioRunner runner = new ScenarioRunner(Scenario.fragstateTooManyFragments(REPO), REPO)) {
             r = runner.runExpectingRejectedConfig(Duration.ofSeconds(60),
                     List.of("cannot place 8 fragments (k=6 + m=2)", "fragstate.data-fragments"));
         }

@@ -13,6 +13,31 @@ public final class CliArgs {
 
     private CliArgs() {}
 
+    /** A command-line tool's body: its exit code. */
+    @FunctionalInterface
+    public interface Command {
+        int run() throws Exception;
+    }
+
+    /**
+     * Runs a tool's {@code main} and exits with its code: a bad argument or state (the user's
+     * error, already explained by the message) prints {@code tool: message} and exits 2; anything
+     * else prints the exception and exits 1.
+     */
+    public static void runMain(String tool, Command command) {
+        int code;
+        try {
+            code = command.run();
+        } catch (IllegalArgumentException | IllegalStateException | java.io.UncheckedIOException e) {
+            System.err.println(tool + ": " + e.getMessage());
+            code = 2;
+        } catch (Exception e) {
+            System.err.println(tool + ": " + e);
+            code = 1;
+        }
+        System.exit(code);
+    }
+
     /**
      * @param known option names without dashes; an option listed in {@code flags} takes no value
      */

@@ -35,15 +35,7 @@ public final class VehicleGeneratorMain {
     private VehicleGeneratorMain() {}
 
     public static void main(String[] args) {
-        try {
-            System.exit(run(args, System.out, System.err));
-        } catch (IllegalArgumentException | IllegalStateException | java.io.UncheckedIOException e) {
-            System.err.println("vehicle-generator: " + e.getMessage());
-            System.exit(2);
-        } catch (Exception e) {
-            System.err.println("vehicle-generator: " + e);
-            System.exit(1);
-        }
+        CliArgs.runMain("vehicle-generator", () -> run(args, System.out, System.err));
     }
 
     static int run(String[] args, PrintStream out, PrintStream err) throws Exception {

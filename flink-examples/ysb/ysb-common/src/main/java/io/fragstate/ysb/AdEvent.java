@@ -1,8 +1,6 @@
 package io.fragstate.ysb;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.Objects;
 
@@ -14,8 +12,6 @@ import java.util.Objects;
  * <p>A public-field POJO (not a record) so that Flink serializes it with its POJO serializer.
  */
 public final class AdEvent {
-    private static final ObjectMapper MAPPER = new ObjectMapper();
-
     public String userId;
     public String pageId;
     public String adId;
@@ -42,7 +38,7 @@ public final class AdEvent {
 
     /** Serializes to the wire JSON (field order and names of the original benchmark). */
     public String toJson() {
-        ObjectNode root = MAPPER.createObjectNode();
+        ObjectNode root = Json.newObject();
         root.put("user_id", userId);
         root.put("page_id", pageId);
         root.put("ad_id", adId);
@@ -50,11 +46,7 @@ public final class AdEvent {
         root.put("event_type", eventType);
         root.put("event_time", Long.toString(eventTime));
         root.put("ip_address", ipAddress);
-        try {
-            return MAPPER.writeValueAsString(root);
-        } catch (JsonProcessingException e) {
-            throw new IllegalStateException("cannot serialize " + this, e);
-        }
+        return Json.write(root);
     }
 
     /**
@@ -64,15 +56,7 @@ public final class AdEvent {
      *     {@code event_type} or {@code event_time} is missing or malformed
      */
     public static AdEvent parse(String json) {
-        final JsonNode root;
-        try {
-            root = MAPPER.readTree(json);
-        } catch (JsonProcessingException e) {
-            throw new IllegalArgumentException("not JSON: " + Json.abbreviate(json), e);
-        }
-        if (root == null || !root.isObject()) {
-            throw new IllegalArgumentException("not a JSON object: " + Json.abbreviate(json));
-        }
+        JsonNode root = Json.object(json);
         String adId = Json.requiredText(root, "ad_id", json);
         String eventType = Json.requiredText(root, "event_type", json);
         JsonNode t = root.get("event_time");

@@ -1,8 +1,6 @@
 package io.fragstate.ysb;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.Objects;
 
@@ -12,8 +10,6 @@ import java.util.Objects;
  * keeps the same pairs in Redis). A public-field POJO for Flink's POJO serializer.
  */
 public final class CampaignAd {
-    private static final ObjectMapper MAPPER = new ObjectMapper();
-
     public String adId;
     public String campaignId;
 
@@ -25,27 +21,15 @@ public final class CampaignAd {
     }
 
     public String toJson() {
-        ObjectNode root = MAPPER.createObjectNode();
+        ObjectNode root = Json.newObject();
         root.put("ad_id", adId);
         root.put("campaign_id", campaignId);
-        try {
-            return MAPPER.writeValueAsString(root);
-        } catch (JsonProcessingException e) {
-            throw new IllegalStateException("cannot serialize " + this, e);
-        }
+        return Json.write(root);
     }
 
     /** @throws IllegalArgumentException when the text is not such an object */
     public static CampaignAd parse(String json) {
-        final JsonNode root;
-        try {
-            root = MAPPER.readTree(json);
-        } catch (JsonProcessingException e) {
-            throw new IllegalArgumentException("not JSON: " + Json.abbreviate(json), e);
-        }
-        if (root == null || !root.isObject()) {
-            throw new IllegalArgumentException("not a JSON object: " + Json.abbreviate(json));
-        }
+        JsonNode root = Json.object(json);
         return new CampaignAd(Json.requiredText(root, "ad_id", json), Json.requiredText(root, "campaign_id", json));
     }
 

@@ -1,7 +1,5 @@
 package io.fragstate.ysb;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
@@ -23,8 +21,6 @@ public final class YsbLogic {
      */
     public static final String END_OF_INPUT = "end-of-input";
 
-    private static final ObjectMapper MAPPER = new ObjectMapper();
-
     private YsbLogic() {}
 
     public static boolean isView(AdEvent e) {
@@ -41,14 +37,10 @@ public final class YsbLogic {
      * compared by the exactly-once tests (record key: the campaign id).
      */
     public static String formatCount(String campaignId, long windowStartMs, long views) {
-        ObjectNode n = MAPPER.createObjectNode();
+        ObjectNode n = Json.newObject();
         n.put("campaign_id", campaignId);
         n.put("window_start", windowStartMs);
         n.put("views", views);
-        try {
-            return MAPPER.writeValueAsString(n);
-        } catch (JsonProcessingException e) {
-            throw new IllegalStateException("cannot format a count of " + campaignId, e);
-        }
+        return Json.write(n);
     }
 }

@@ -33,15 +33,7 @@ public final class YsbGeneratorMain {
     private YsbGeneratorMain() {}
 
     public static void main(String[] args) {
-        try {
-            System.exit(run(args, System.out, System.err));
-        } catch (IllegalArgumentException | IllegalStateException | java.io.UncheckedIOException e) {
-            System.err.println("ysb-generator: " + e.getMessage());
-            System.exit(2);
-        } catch (Exception e) {
-            System.err.println("ysb-generator: " + e);
-            System.exit(1);
-        }
+        CliArgs.runMain("ysb-generator", () -> run(args, System.out, System.err));
     }
 
     static int run(String[] args, PrintStream out, PrintStream err) throws Exception {

@@ -3,7 +3,9 @@
 #
 # The distribution comes from PyPI: the wheels apache-flink and
 # apache-flink-libraries carry bin/, conf/, lib/, opt/ and plugins/ inside the
-# pyflink/ package folder, which works as FLINK_HOME with Java 17.
+# pyflink/ package folder, which works as FLINK_HOME with Java 17 (Flink 1.20's
+# libraries come as an sdist with those folders under deps/: merged the same way).
+# FLINK_VERSION picks the release (default 2.2.1; the plugin also runs on 1.20.5 and 2.3.0).
 # Cache: $FRAGSTATE_CACHE/flink-$FLINK_VERSION/pyflink (default .cache/ in the repo).
 set -euo pipefail
 # shellcheck source=common.sh
@@ -57,6 +59,20 @@ if [ "$found" != "$tmp/unpacked/pyflink" ]; then
   cp -a "$tmp"/unpacked/*/pyflink/. "$tmp/unpacked/pyflink/" 2>/dev/null || true
   found="$tmp/unpacked/pyflink"
 fi
+# Flink 1.20's apache-flink-libraries is an sdist only: its lib/, opt/, plugins/, licenses/ and
+# bin/*.jar sit in <name>-<version>/deps/, not below pyflink/ as in the 2.x wheels.
+for deps in "$tmp"/unpacked/*/deps; do
+  [ -d "$deps/lib" ] || continue
+  for part in lib opt plugins licenses; do
+    if [ -d "$deps/$part" ]; then
+      mkdir -p "$found/$part"
+      cp -a "$deps/$part/." "$found/$part/"
+    fi
+  done
+  if ls "$deps"/bin/*.jar >/dev/null 2>&1; then
+    cp -a "$deps"/bin/*.jar "$found/bin/"
+  fi
+done
 ls "$found"/lib/flink-dist*.jar >/dev/null 2>&1 || die "the Flink $FLINK_VERSION packages from PyPI contain no lib/flink-dist*.jar"
 chmod +x "$found"/bin/*
 rm -rf "$dest"

@@ -11,6 +11,7 @@ import org.apache.flink.api.common.JobID;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.IllegalConfigurationException;
 import org.apache.flink.configuration.ReadableConfig;
+import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.runtime.state.AbstractKeyedStateBackend;
 import org.apache.flink.runtime.state.AbstractStateBackend;
@@ -20,8 +21,10 @@ import org.apache.flink.runtime.state.CheckpointStorageAccess;
 import org.apache.flink.runtime.state.CompletedCheckpointStorageLocation;
 import org.apache.flink.runtime.state.ConfigurableStateBackend;
 import org.apache.flink.runtime.state.OperatorStateBackend;
+import org.apache.flink.runtime.state.StateBackendLoader;
 import org.apache.flink.runtime.state.hashmap.HashMapStateBackend;
-import org.apache.flink.state.rocksdb.EmbeddedRocksDBStateBackend;
+
+import org.apache.flink.util.DynamicCodeLoadingException;
 
 import java.io.IOException;
 
@@ -29,7 +32,7 @@ import java.io.IOException;
  * The one-line setup: {@code state.backend.type: io.fragstate.flink.FragstateStateBackendFactory}.
  *
  * <p>Working state lives where Flink's own backends keep it ({@link HashMapStateBackend} or
- * {@link EmbeddedRocksDBStateBackend}, full or incremental, chosen by {@link
+ * {@code EmbeddedRocksDBStateBackend}, full or incremental, chosen by {@link
  * FragstateOptions#LOCAL_BACKEND}); this class only delegates. It also implements {@link
  * CheckpointStorage}: Flink's {@code CheckpointStorageLoader} takes a state backend that is a
  * checkpoint storage as the job's storage, so every snapshot goes to {@code fragstate://}
@@ -54,11 +57,27 @@ public class FragstateStateBackend extends AbstractStateBackend
         this.storage = new FragstateCheckpointStorage(settings, config);
         switch (settings.localBackend()) {
             case ROCKSDB:
-                this.local = new EmbeddedRocksDBStateBackend().configure(config, classLoader);
+                this.local = rocksDb(config, classLoader);
                 break;
             case HASHMAP:
             default:
                 this.local = new HashMapStateBackend().configure(config, classLoader);
+        }
+    }
+
+    /**
+     * Flink's RocksDB backend, made by Flink's own loader from {@code state.backend.type: rocksdb}:
+     * its class lives in {@code org.apache.flink.contrib.streaming.state} up to Flink 1.20 and in
+     * {@code org.apache.flink.state.rocksdb} since 2.0, so naming it would tie this jar to one line.
+     */
+    private static AbstractStateBackend rocksDb(ReadableConfig config, ClassLoader classLoader) {
+        Configuration c = Configuration.fromMap(config.toMap());
+        c.set(StateBackendOptions.STATE_BACKEND, "rocksdb");
+        try {
+            return (AbstractStateBackend) StateBackendLoader.loadStateBackendFromConfig(c, classLoader, null);
+        } catch (DynamicCodeLoadingException | IOException e) {
+            throw new IllegalConfigurationException("cannot create Flink's RocksDB state backend for "
+                    + FragstateOptions.LOCAL_BACKEND.key() + ": rocksdb: " + e.getMessage(), e);
         }
     }
 
@@ -95,8 +114,10 @@ public class FragstateStateBackend extends AbstractStateBackend
         return local.createOperatorStateBackend(parameters);
     }
 
+    // raw return type: AsyncKeyedStateBackend is generic since Flink 2.0, not in 1.20 (one jar for both)
     @Override
-    public <K> AsyncKeyedStateBackend<K> createAsyncKeyedStateBackend(
+    @SuppressWarnings({"rawtypes", "unchecked"})
+    public <K> AsyncKeyedStateBackend createAsyncKeyedStateBackend(
             KeyedStateBackendParameters<K> parameters) throws Exception {
         FragstateNode.configure(settings);
         return local.createAsyncKeyedStateBackend(parameters);

@@ -13,6 +13,7 @@ import org.apache.flink.core.fs.FSDataInputStream;
 import org.apache.flink.core.fs.FSDataOutputStream;
 import org.apache.flink.core.fs.FileStatus;
 import org.apache.flink.core.fs.FileSystem;
+import org.apache.flink.core.fs.FileSystemKind;
 import org.apache.flink.core.fs.Path;
 
 import java.io.FileNotFoundException;
@@ -38,6 +39,14 @@ import java.util.List;
 public class FragstateFileSystem extends FileSystem {
 
     public static final String SCHEME = "fragstate";
+
+    /**
+     * What Flink 1.20 asks every file system (an abstract method there, gone since 2.0: hence no
+     * {@code @Override}, so that one jar serves both): an object store.
+     */
+    public FileSystemKind getKind() {
+        return FileSystemKind.OBJECT_STORE;
+    }
 
     static final int KIND_NONE = 0;
     static final int KIND_FILE = 1;

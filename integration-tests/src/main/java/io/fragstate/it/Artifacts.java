@@ -43,6 +43,34 @@ final class Artifacts {
         return fromPropertyOr("fragstate.ysb.job.jar", repo, "flink-examples/ysb/ysb-job/target/ysb-job-%s.jar");
     }
 
+    /**
+     * The Traffic Monitoring job built for Flink 1.20: {@code -Dfragstate.lts.job.jar}, else
+     * {@code flink-lines/flink-1.20-traffic-monitoring/target/traffic-monitoring-flink-1.20-<version>.jar}.
+     */
+    static Path ltsJobJar(Path repo) {
+        return fromPropertyOr("fragstate.lts.job.jar", repo,
+                "flink-lines/flink-1.20-traffic-monitoring/target/traffic-monitoring-flink-1.20-%s.jar");
+    }
+
+    /** The Flink 1.20 release the plugin is tested on ({@code flink.lts.version} of the Maven parent). */
+    static String flinkLtsVersion() {
+        return requiredProperty("fragstate.flink.lts.version");
+    }
+
+    /** The newest Flink release the plugin is tested on ({@code flink.next.version} of the Maven parent). */
+    static String flinkNextVersion() {
+        return requiredProperty("fragstate.flink.next.version");
+    }
+
+    private static String requiredProperty(String name) {
+        String v = System.getProperty(name, "");
+        if (v.isBlank()) {
+            throw new IllegalStateException("system property " + name + " is not set (the failsafe configuration in"
+                    + " integration-tests/pom.xml sets it from the Maven parent)");
+        }
+        return v;
+    }
+
     /** The plugin jar built by java-bridge: {@code -Dfragstate.plugin.jar}, else {@code java-bridge/target/fragstate-flink-<version>.jar}. */
     static Path pluginJar(Path repo) {
         return fromPropertyOr("fragstate.plugin.jar", repo, "java-bridge/target/fragstate-flink-%s.jar");

@@ -32,10 +32,21 @@ import java.util.Map;
  *                      appended (no harness base settings, fixed ports 6123/8081, and in cluster mode no
  *                      {@code fragstate.listen}/{@code fragstate.bootstrap}: the plugin's defaults)
  * @param workload      the job, its input and its reference computation
+ * @param flinkVersion  the Flink release of the cluster ({@code ci/lib/fetch-flink.sh} fetches it), or
+ *                      null for the default (2.2.1)
+ * @param jobJar        the job jar to submit, or null for the workload's own ({@link Workload#jobJar})
  */
 public record Scenario(String id, String description, Map<String, String> flinkConfig, List<Path> libJars,
         int taskManagers, int parallelism, long checkpointIntervalMs, Simulation simulation, Disruption disruption,
-        int fragstateNodes, boolean stockFlinkConfig, Workload workload) {
+        int fragstateNodes, boolean stockFlinkConfig, Workload workload, String flinkVersion, Path jobJar) {
+
+    /** A scenario of {@code workload} on the default Flink release. */
+    public Scenario(String id, String description, Map<String, String> flinkConfig, List<Path> libJars,
+            int taskManagers, int parallelism, long checkpointIntervalMs, Simulation simulation, Disruption disruption,
+            int fragstateNodes, boolean stockFlinkConfig, Workload workload) {
+        this(id, description, flinkConfig, libJars, taskManagers, parallelism, checkpointIntervalMs, simulation,
+                disruption, fragstateNodes, stockFlinkConfig, workload, null, null);
+    }
 
     /** A Traffic Monitoring scenario. */
     public Scenario(String id, String description, Map<String, String> flinkConfig, List<Path> libJars,
@@ -49,7 +60,22 @@ public record Scenario(String id, String description, Map<String, String> flinkC
     public Scenario running(Workload other) {
         return new Scenario(other.name() + "-" + id, other.name() + " job: " + description, flinkConfig, libJars,
                 taskManagers, parallelism, checkpointIntervalMs, other.defaultSimulation(), disruption, fragstateNodes,
-                stockFlinkConfig, other);
+                stockFlinkConfig, other, flinkVersion, null);
+    }
+
+    /**
+     * This scenario on a cluster of Flink {@code version} (the same plugin jar), submitting {@code
+     * jobJar} (a job is built against the Flink it runs on: null keeps the workload's own jar).
+     */
+    public Scenario onFlink(String version, Path jobJar) {
+        return new Scenario("flink-" + version + "-" + id, "Flink " + version + ": " + description, flinkConfig, libJars,
+                taskManagers, parallelism, checkpointIntervalMs, simulation, disruption, fragstateNodes, stockFlinkConfig,
+                workload, version, jobJar);
+    }
+
+    /** The job jar to submit. */
+    public Path jobJar(Path repo) {
+        return jobJar != null ? jobJar : workload.jobJar(repo);
     }
 
     /** A scenario on the harness' base settings. */

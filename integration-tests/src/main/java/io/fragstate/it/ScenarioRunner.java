@@ -45,6 +45,8 @@ public final class ScenarioRunner implements AutoCloseable {
         public String startedAt;
         public Map<String, String> flinkConfig;
         public Scenario.Simulation simulation;
+        /** the running cluster's own answer (REST {@code /config}) */
+        public String flinkVersion;
         public long inputEvents;
         public int expectedNotifications;
         public int committedNotifications;
@@ -75,9 +77,9 @@ public final class ScenarioRunner implements AutoCloseable {
         public List<String> matchingLogLines = new ArrayList<>();
     }
 
-    /** A runner of {@code scenario} with its workload's job jar. */
+    /** A runner of {@code scenario} with its job jar ({@link Scenario#jobJar}). */
     public ScenarioRunner(Scenario scenario, Path repo) {
-        this(scenario, repo, scenario.workload().jobJar(repo));
+        this(scenario, repo, scenario.jobJar(repo));
     }
 
     public ScenarioRunner(Scenario scenario, Path repo, Path jobJar) {
@@ -134,6 +136,8 @@ public final class ScenarioRunner implements AutoCloseable {
 
         KafkaEventProducer producer = stack.start(flinkConfig, scenario.simulation());
         FlinkRest rest = stack.rest();
+        result.flinkVersion = rest.get("/config").path("flink-version").asText();
+        step("Flink " + result.flinkVersion + " cluster, job jar " + jobJar.getFileName());
 
         // job, submitted like a user does
         String first = stack.submitJob(scenario.parallelism(), null);

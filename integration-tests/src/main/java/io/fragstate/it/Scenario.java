@@ -13,8 +13,9 @@ import java.util.Map;
 /**
  * One recovery scenario of issue 5. Scenarios differ only in data: the {@code config.yaml} lines
  * that replace the harness' base settings, the jars dropped into Flink's {@code lib/} (the
- * fragstate plugin jar for scenarios a-g), and the {@link Disruption}. Everything else (Kafka,
- * cluster, generator, job, exact output check, timeline) is the same {@link ScenarioRunner}.
+ * fragstate plugin jar for scenarios a-g), the {@link Disruption}, the {@link Workload} (which job,
+ * its input and reference) and the Flink release. Everything else (Kafka, cluster, generator,
+ * exact output check, timeline) is the same {@link ScenarioRunner}.
  *
  * @param id            short name, used for the run directory and the results file
  * @param description   one line for logs and the results file

@@ -3,7 +3,6 @@
  */
 package io.fragstate.flink.fs;
 
-import io.fragstate.flink.jni.DirectBuffers;
 import io.fragstate.flink.jni.FragstateNative;
 import io.fragstate.flink.jni.PlacementException;
 import io.fragstate.flink.node.FragstateNode;

@@ -14,7 +14,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "rust-core"
 # Each crate may depend on the crates before it in this order, never after.
-LAYERS = ["core", "store", "client", "net", "node", "tune", "jni", "cli", "fuzz"]
+LAYERS = ["core", "store", "client", "net", "node", "tune", "sim", "jni", "cli", "fuzz"]
 CORE_FORBIDDEN = {"tokio", "libp2p", "libp2p-stream", "jni", "clap", "futures", "async-trait"}
 MAX_LINES = 550
 

@@ -1,0 +1,21 @@
+//! Placement at scale, simulated (issue 13): clusters of up to thousands of
+//! storage nodes and up to millions of objects, in memory, with the real
+//! placement code ([`fragstate_core::placement::place`]) — nothing of it is
+//! re-implemented here. What a strategy is judged by:
+//!
+//! - **load balance**: fragments per node over the mean (max and p99), all
+//!   nodes of equal capacity;
+//! - **data moved per join**: fragments whose holder changes when one node
+//!   joins, against the ideal `total / (N + 1)`;
+//! - **lookups after churn**: a reader that knows only the path and the
+//!   current membership view asks the `k + m` nodes the strategy names; the
+//!   lookup hits in one round trip when at least `k` of the object's holders
+//!   (placed under the old view, none repaired yet) are among them.
+//!
+//! Two strategies: [`Strategy::Rendezvous`], today's weighted rendezvous over
+//! every live node, and [`Strategy::XorNeighbours`], the `k + m` nodes whose
+//! ids are XOR-closest to the key's hash (Kademlia's notion of "responsible
+//! for a key", one per failure domain), the design card's starting point.
+//! Each node is its own failure domain here.
+
+pub mod sim;

@@ -1,0 +1,234 @@
+//! The simulated cluster and the three measurements (see the crate docs).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use fragstate_core::ids::NodeId;
+use fragstate_core::placement::{self, NodeInfo, PlacementPolicy};
+use serde::Serialize;
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+/// How the holders of an object are chosen from the membership view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// `placement::place`: weighted rendezvous over every node of the view.
+    Rendezvous,
+    /// The `k + m` nodes XOR-closest to the key's hash in a 64-bit id space.
+    XorNeighbours,
+}
+
+/// Equal capacity for every simulated node: placement weights by free bytes.
+const CAPACITY: u64 = 1 << 40;
+const KEY_SEED: u64 = 0x6b65_7973;
+
+/// A membership view: the live nodes, each its own failure domain.
+#[derive(Clone, Debug)]
+pub struct View {
+    nodes: Vec<NodeInfo>,
+    /// Each node's position in the XOR space (a hash of its id).
+    positions: Vec<u64>,
+}
+
+impl View {
+    /// `n` nodes named `node-<first>` .. `node-<first + n - 1>`.
+    pub fn numbered(first: usize, n: usize) -> View {
+        let mut v = View { nodes: Vec::with_capacity(n), positions: Vec::with_capacity(n) };
+        for i in first..first + n {
+            v.add(&format!("node-{i}"));
+        }
+        v
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    pub fn add(&mut self, name: &str) {
+        let id = NodeId::from(name);
+        self.positions.push(xxh3_64_with_seed(name.as_bytes(), KEY_SEED));
+        self.nodes.push(NodeInfo { id, domain: Arc::from(name), free_bytes: CAPACITY });
+    }
+
+    /// Removes the node at `index` (the last one takes its place).
+    pub fn remove(&mut self, index: usize) -> NodeId {
+        self.positions.swap_remove(index);
+        self.nodes.swap_remove(index).id
+    }
+
+    /// The `k + m` holders `strategy` names for `key` in this view, in fragment order.
+    pub fn holders(&self, strategy: Strategy, key: &[u8], (k, m): (usize, usize)) -> Vec<NodeId> {
+        match strategy {
+            Strategy::Rendezvous => placement::place(key, &self.nodes, k + m, &HashSet::new(), &HashSet::new(),
+                PlacementPolicy::default(), (k, m))
+                .map(|p| p.nodes.into_iter().map(|n| n.id).collect())
+                .unwrap_or_default(),
+            Strategy::XorNeighbours => {
+                let target = xxh3_64_with_seed(key, KEY_SEED);
+                let mut order: Vec<usize> = (0..self.nodes.len()).collect();
+                let n = (k + m).min(order.len());
+                if n == 0 {
+                    return Vec::new();
+                }
+                order.select_nth_unstable_by_key(n - 1, |&i| self.positions[i] ^ target);
+                order.truncate(n);
+                order.sort_by_key(|&i| self.positions[i] ^ target);
+                order.into_iter().map(|i| self.nodes[i].id.clone()).collect()
+            }
+        }
+    }
+}
+
+/// The key of object `i` (a checkpoint file path, as Flink names them).
+pub fn object_key(i: u64) -> Vec<u8> {
+    format!("flink/job-{}/chk-{}/{:016x}", i % 97, i / 97 % 1000, xxh3_64_with_seed(&i.to_le_bytes(), 7)).into_bytes()
+}
+
+/// Fragments per node over the mean.
+#[derive(Clone, Debug, Serialize)]
+pub struct Balance {
+    pub mean_fragments: f64,
+    pub max_over_mean: f64,
+    pub p99_over_mean: f64,
+    /// The max/mean that independent uniform placement would show at this load:
+    /// mean + 3.7 standard deviations of a binomial (the expected maximum over
+    /// about 10,000 nodes), i.e. the statistical floor of any hash placement.
+    pub uniform_max_over_mean: f64,
+}
+
+/// Where `objects` objects of `k + m` fragments land in `view`.
+pub fn balance(view: &View, strategy: Strategy, objects: u64, km: (usize, usize)) -> Balance {
+    let mut per_node: HashMap<NodeId, u64> = view.nodes.iter().map(|n| (n.id.clone(), 0)).collect();
+    for i in 0..objects {
+        for h in view.holders(strategy, &object_key(i), km) {
+            *per_node.get_mut(&h).expect("a holder of the view") += 1;
+        }
+    }
+    let mut counts: Vec<u64> = per_node.into_values().collect();
+    counts.sort_unstable();
+    let mean = counts.iter().sum::<u64>() as f64 / counts.len() as f64;
+    let p99 = counts[((counts.len() as f64 * 0.99) as usize).min(counts.len() - 1)] as f64;
+    let p = (km.0 + km.1) as f64 / view.len() as f64;
+    let sd = (objects as f64 * p * (1.0 - p)).sqrt();
+    Balance {
+        mean_fragments: mean,
+        max_over_mean: *counts.last().unwrap_or(&0) as f64 / mean,
+        p99_over_mean: p99 / mean,
+        uniform_max_over_mean: (mean + 3.7 * sd) / mean,
+    }
+}
+
+/// Fragments that change holder when one node joins.
+#[derive(Clone, Debug, Serialize)]
+pub struct JoinMoves {
+    pub fragments: u64,
+    pub moved: u64,
+    /// `fragments / (N + 1)`: the new node's fair share, nothing else moved.
+    pub ideal: f64,
+    pub moved_over_ideal: f64,
+}
+
+/// Places `objects` in `view`, adds one node, places them again and counts the fragments
+/// whose holder set lost a member (each such fragment must be copied to its new holder).
+pub fn join_moves(view: &View, strategy: Strategy, objects: u64, km: (usize, usize)) -> JoinMoves {
+    let mut after = view.clone();
+    after.add("node-joining");
+    let mut moved = 0;
+    for i in 0..objects {
+        let key = object_key(i);
+        let before: HashSet<NodeId> = view.holders(strategy, &key, km).into_iter().collect();
+        moved += after.holders(strategy, &key, km).iter().filter(|h| !before.contains(*h)).count() as u64;
+    }
+    let fragments = objects * (km.0 + km.1) as u64;
+    let ideal = fragments as f64 / after.len() as f64;
+    JoinMoves { fragments, moved, ideal, moved_over_ideal: moved as f64 / ideal }
+}
+
+/// Lookups by path alone after some nodes were replaced.
+#[derive(Clone, Debug, Serialize)]
+pub struct ChurnLookups {
+    pub replaced_nodes: usize,
+    /// Objects that still have `k` live holders (readable at all).
+    pub readable: u64,
+    /// Of those, the share whose `k + m` candidates in the new view include `k` live holders.
+    pub first_round_trip_hit_rate: f64,
+}
+
+/// Places `objects` in `view`, replaces `replaced` nodes (every `view.len() / replaced`-th
+/// leaves, as many new ones join), and asks each object's candidates in the new view.
+pub fn lookups_after_churn(view: &View, strategy: Strategy, objects: u64, km: (usize, usize), replaced: usize) -> ChurnLookups {
+    let mut after = view.clone();
+    let step = (view.len() / replaced.max(1)).max(1);
+    let mut gone = HashSet::new();
+    for r in 0..replaced.min(view.len()) {
+        let index = (r * step) % after.len();
+        gone.insert(after.remove(index));
+        after.add(&format!("node-new-{r}"));
+    }
+    let (mut readable, mut hits) = (0u64, 0u64);
+    for i in 0..objects {
+        let key = object_key(i);
+        let live: Vec<NodeId> = view.holders(strategy, &key, km).into_iter().filter(|h| !gone.contains(h)).collect();
+        if live.len() < km.0 {
+            continue;
+        }
+        readable += 1;
+        let asked: HashSet<NodeId> = after.holders(strategy, &key, km).into_iter().collect();
+        if live.iter().filter(|h| asked.contains(*h)).count() >= km.0 {
+            hits += 1;
+        }
+    }
+    ChurnLookups {
+        replaced_nodes: replaced,
+        readable,
+        first_round_trip_hit_rate: if readable == 0 { 0.0 } else { hits as f64 / readable as f64 },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KM: (usize, usize) = (4, 2);
+
+    #[test]
+    fn both_strategies_name_k_plus_m_distinct_nodes_of_the_view() {
+        let view = View::numbered(0, 20);
+        for s in [Strategy::Rendezvous, Strategy::XorNeighbours] {
+            for i in 0..50 {
+                let h = view.holders(s, &object_key(i), KM);
+                assert_eq!(h.iter().collect::<HashSet<_>>().len(), 6, "{s:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn rendezvous_moves_the_joining_nodes_share_and_no_more() {
+        let view = View::numbered(0, 30);
+        let j = join_moves(&view, Strategy::Rendezvous, 3_000, KM);
+        // every moved fragment went to the new node: about fragments / 31
+        assert!((0.8..1.2).contains(&j.moved_over_ideal), "{j:?}");
+    }
+
+    #[test]
+    fn without_churn_every_lookup_hits() {
+        let view = View::numbered(0, 30);
+        for s in [Strategy::Rendezvous, Strategy::XorNeighbours] {
+            let c = lookups_after_churn(&view, s, 500, KM, 0);
+            assert_eq!(c.readable, 500);
+            assert_eq!(c.first_round_trip_hit_rate, 1.0, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn rendezvous_balance_is_near_the_statistical_floor() {
+        let view = View::numbered(0, 50);
+        let b = balance(&view, Strategy::Rendezvous, 20_000, KM);
+        assert!((b.mean_fragments - 2_400.0).abs() < 1e-9, "{b:?}");
+        assert!(b.max_over_mean < b.uniform_max_over_mean + 0.05, "{b:?}");
+    }
+}

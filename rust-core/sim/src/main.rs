@@ -27,6 +27,10 @@ struct Args {
     /// Share of the nodes replaced (left, and as many new ones joined) before the lookups.
     #[arg(long, default_value_t = 0.05)]
     churn: f64,
+    /// Free capacities of the writer's and the reader's view differ by up to this share of a
+    /// node's capacity (nodes filled unevenly between write and read; 0: equal weights).
+    #[arg(long, default_value_t = 0.0)]
+    drift: f64,
     /// Strategies to measure (default: both).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "rendezvous,xor-neighbours")]
     strategy: Vec<Strategy>,
@@ -47,6 +51,9 @@ fn run(a: &Args) -> Result<(), String> {
     if a.k == 0 || a.m == 0 || a.k + a.m > 32 {
         return Err(format!("--k {} --m {}: need k ≥ 1, m ≥ 1, k + m ≤ 32", a.k, a.m));
     }
+    if !(0.0..1.0).contains(&a.drift) {
+        return Err(format!("--drift {}: must be in [0, 1)", a.drift));
+    }
     if !(0.0..1.0).contains(&a.churn) {
         return Err(format!("--churn {}: must be in [0, 1)", a.churn));
     }
@@ -65,7 +72,7 @@ fn run(a: &Args) -> Result<(), String> {
             let balance = sim::balance(&view, strategy, a.objects, km);
             let moves = sim::join_moves(&view, strategy, a.objects, km);
             let replaced = ((n as f64) * a.churn).round().max(1.0) as usize;
-            let churn = sim::lookups_after_churn(&view, strategy, a.objects, km, replaced);
+            let churn = sim::lookups_after_churn(&view, strategy, a.objects, km, replaced, a.drift);
             let secs = t0.elapsed().as_secs_f64();
             let line = format!(
                 "| {} | {n} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.4} ({replaced} replaced) | {secs:.1} |",
@@ -76,7 +83,7 @@ fn run(a: &Args) -> Result<(), String> {
             println!("{line}");
             table.push(line);
             rows.push(json!({"strategy": strategy, "nodes": n, "objects": a.objects, "k": a.k, "m": a.m,
-                "balance": balance, "join": moves, "churn": churn, "seconds": secs}));
+                "drift": a.drift, "balance": balance, "join": moves, "churn": churn, "seconds": secs}));
         }
     }
     if let Some(dir) = &a.out {

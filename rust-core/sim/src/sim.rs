@@ -54,6 +54,18 @@ impl View {
         self.nodes.push(NodeInfo { id, domain: Arc::from(name), free_bytes: CAPACITY });
     }
 
+    /// This view with each node's free capacity lowered by a pseudo-random share
+    /// in `[0, fraction)` of it (drawn from `seed` and the node's name): nodes
+    /// filled unevenly between two moments, as weighted placement sees them.
+    pub fn drifted(&self, fraction: f64, seed: u64) -> View {
+        let mut v = self.clone();
+        for n in &mut v.nodes {
+            let u = (xxh3_64_with_seed(n.id.as_str().as_bytes(), seed) >> 11) as f64 / (1u64 << 53) as f64;
+            n.free_bytes = (CAPACITY as f64 * (1.0 - fraction * u)) as u64;
+        }
+        v
+    }
+
     /// Removes the node at `index` (the last one takes its place).
     pub fn remove(&mut self, index: usize) -> NodeId {
         self.positions.swap_remove(index);
@@ -160,8 +172,12 @@ pub struct ChurnLookups {
 
 /// Places `objects` in `view`, replaces `replaced` nodes (every `view.len() / replaced`-th
 /// leaves, as many new ones join), and asks each object's candidates in the new view.
-pub fn lookups_after_churn(view: &View, strategy: Strategy, objects: u64, km: (usize, usize), replaced: usize) -> ChurnLookups {
-    let mut after = view.clone();
+/// With `drift` > 0 the writer and the reader weigh the nodes by free capacities that differ
+/// ([`View::drifted`], up to that share of a node's capacity): what a reader of weighted
+/// rendezvous computes when nodes filled between the write and the read.
+pub fn lookups_after_churn(view: &View, strategy: Strategy, objects: u64, km: (usize, usize), replaced: usize, drift: f64) -> ChurnLookups {
+    let written = view.drifted(drift, 1);
+    let mut after = view.drifted(drift, 2);
     let step = (view.len() / replaced.max(1)).max(1);
     let mut gone = HashSet::new();
     for r in 0..replaced.min(view.len()) {
@@ -172,7 +188,7 @@ pub fn lookups_after_churn(view: &View, strategy: Strategy, objects: u64, km: (u
     let (mut readable, mut hits) = (0u64, 0u64);
     for i in 0..objects {
         let key = object_key(i);
-        let live: Vec<NodeId> = view.holders(strategy, &key, km).into_iter().filter(|h| !gone.contains(h)).collect();
+        let live: Vec<NodeId> = written.holders(strategy, &key, km).into_iter().filter(|h| !gone.contains(h)).collect();
         if live.len() < km.0 {
             continue;
         }
@@ -218,10 +234,19 @@ mod tests {
     fn without_churn_every_lookup_hits() {
         let view = View::numbered(0, 30);
         for s in [Strategy::Rendezvous, Strategy::XorNeighbours] {
-            let c = lookups_after_churn(&view, s, 500, KM, 0);
+            let c = lookups_after_churn(&view, s, 500, KM, 0, 0.0);
             assert_eq!(c.readable, 500);
             assert_eq!(c.first_round_trip_hit_rate, 1.0, "{s:?}");
         }
+    }
+
+    #[test]
+    fn drifting_weights_cost_weighted_rendezvous_lookups_but_not_xor_ones() {
+        let view = View::numbered(0, 40);
+        let weighted = lookups_after_churn(&view, Strategy::Rendezvous, 2_000, KM, 0, 0.5);
+        assert!(weighted.first_round_trip_hit_rate < 1.0, "{weighted:?}");
+        let xor = lookups_after_churn(&view, Strategy::XorNeighbours, 2_000, KM, 0, 0.5);
+        assert_eq!(xor.first_round_trip_hit_rate, 1.0, "{xor:?}");
     }
 
     #[test]

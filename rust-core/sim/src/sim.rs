@@ -107,8 +107,8 @@ pub struct Balance {
     pub max_over_mean: f64,
     pub p99_over_mean: f64,
     /// The max/mean that independent uniform placement would show at this load:
-    /// mean + 3.7 standard deviations of a binomial (the expected maximum over
-    /// about 10,000 nodes), i.e. the statistical floor of any hash placement.
+    /// mean + √(2 ln N) standard deviations of a binomial (about the expected
+    /// maximum of N such counts), the statistical floor of any hash placement.
     pub uniform_max_over_mean: f64,
 }
 
@@ -130,7 +130,7 @@ pub fn balance(view: &View, strategy: Strategy, objects: u64, km: (usize, usize)
         mean_fragments: mean,
         max_over_mean: *counts.last().unwrap_or(&0) as f64 / mean,
         p99_over_mean: p99 / mean,
-        uniform_max_over_mean: (mean + 3.7 * sd) / mean,
+        uniform_max_over_mean: (mean + (2.0 * (view.len() as f64).ln()).sqrt() * sd) / mean,
     }
 }
 

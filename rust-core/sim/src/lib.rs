@@ -9,8 +9,10 @@
 //!   joins, against the ideal `total / (N + 1)`;
 //! - **lookups after churn**: a reader that knows only the path and the
 //!   current membership view asks the `k + m` nodes the strategy names; the
-//!   lookup hits in one round trip when at least `k` of the object's holders
-//!   (placed under the old view, none repaired yet) are among them.
+//!   manifest lookup ends in one round trip when one of the object's holders
+//!   (placed under the old view, none repaired yet) is among them (every
+//!   holder keeps the manifest), the fragments could come straight from them
+//!   when `k` are.
 //!
 //! Two strategies: [`Strategy::Rendezvous`], today's weighted rendezvous over
 //! every live node, and [`Strategy::XorNeighbours`], the `k + m` nodes whose

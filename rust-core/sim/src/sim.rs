@@ -3,7 +3,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use fragstate_core::adaptive;
 use fragstate_core::ids::NodeId;
+use fragstate_core::params::{CodingParams, Compression};
 use fragstate_core::placement::{self, NodeInfo, PlacementPolicy};
 use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
@@ -16,6 +18,11 @@ pub enum Strategy {
     Rendezvous,
     /// The `k + m` nodes XOR-closest to the key's hash in a 64-bit id space.
     XorNeighbours,
+    /// What a writer in adaptive mode does (`adaptive::place_new_object`: nodes it measured
+    /// clearly slow only for what the others cannot take), with the share of slow nodes of
+    /// [`View::with_slow`]; readers, who do not know the writer's measurements, rank as
+    /// [`Strategy::Rendezvous`].
+    AdaptiveRendezvous,
 }
 
 /// Equal capacity for every simulated node: placement weights by free bytes.
@@ -28,12 +35,14 @@ pub struct View {
     nodes: Vec<NodeInfo>,
     /// Each node's position in the XOR space (a hash of its id).
     positions: Vec<u64>,
+    /// Each node's speed as an adaptive writer measured it (1 = the median).
+    speeds: Vec<Option<f64>>,
 }
 
 impl View {
     /// `n` nodes named `node-<first>` .. `node-<first + n - 1>`.
     pub fn numbered(first: usize, n: usize) -> View {
-        let mut v = View { nodes: Vec::with_capacity(n), positions: Vec::with_capacity(n) };
+        let mut v = View { nodes: Vec::with_capacity(n), positions: Vec::with_capacity(n), speeds: Vec::with_capacity(n) };
         for i in first..first + n {
             v.add(&format!("node-{i}"));
         }
@@ -51,6 +60,7 @@ impl View {
     pub fn add(&mut self, name: &str) {
         let id = NodeId::from(name);
         self.positions.push(xxh3_64_with_seed(name.as_bytes(), KEY_SEED));
+        self.speeds.push(Some(1.0));
         self.nodes.push(NodeInfo { id, domain: Arc::from(name), free_bytes: CAPACITY });
     }
 
@@ -66,15 +76,40 @@ impl View {
         v
     }
 
+    /// This view with a pseudo-random `share` of its nodes measured 4 times slower than the rest.
+    pub fn with_slow(&self, share: f64) -> View {
+        let mut v = self.clone();
+        for (n, s) in v.nodes.iter().zip(v.speeds.iter_mut()) {
+            let u = (xxh3_64_with_seed(n.id.as_str().as_bytes(), 0x736c_6f77) >> 11) as f64 / (1u64 << 53) as f64;
+            *s = Some(if u < share { 0.25 } else { 1.0 });
+        }
+        v
+    }
+
     /// Removes the node at `index` (the last one takes its place).
     pub fn remove(&mut self, index: usize) -> NodeId {
         self.positions.swap_remove(index);
+        self.speeds.swap_remove(index);
         self.nodes.swap_remove(index).id
     }
 
-    /// The `k + m` holders `strategy` names for `key` in this view, in fragment order.
+    /// The `k + m` nodes a reader asks for `key` in this view (it knows the path and the view only).
+    pub fn candidates(&self, strategy: Strategy, key: &[u8], km: (usize, usize)) -> Vec<NodeId> {
+        match strategy {
+            Strategy::AdaptiveRendezvous => self.holders(Strategy::Rendezvous, key, km),
+            _ => self.holders(strategy, key, km),
+        }
+    }
+
+    /// The `k + m` holders a writer with `strategy` chooses for `key` in this view, in fragment order.
     pub fn holders(&self, strategy: Strategy, key: &[u8], (k, m): (usize, usize)) -> Vec<NodeId> {
         match strategy {
+            Strategy::AdaptiveRendezvous => {
+                let params = CodingParams::new(k, m, 1 << 20, Compression::None).expect("validated k, m");
+                adaptive::place_new_object(key, &self.nodes, &self.speeds, &params, PlacementPolicy::default())
+                    .map(|p| p.nodes.into_iter().map(|n| n.id).collect())
+                    .unwrap_or_default()
+            }
             Strategy::Rendezvous => placement::place(key, &self.nodes, k + m, &HashSet::new(), &HashSet::new(),
                 PlacementPolicy::default(), (k, m))
                 .map(|p| p.nodes.into_iter().map(|n| n.id).collect())
@@ -166,8 +201,12 @@ pub struct ChurnLookups {
     pub replaced_nodes: usize,
     /// Objects that still have `k` live holders (readable at all).
     pub readable: u64,
-    /// Of those, the share whose `k + m` candidates in the new view include `k` live holders.
+    /// Of those, the share whose `k + m` candidates in the new view include `k` live holders
+    /// (the fragments could be fetched from the nodes asked, without a manifest first).
     pub first_round_trip_hit_rate: f64,
+    /// Of those, the share whose candidates include at least one live holder: every holder
+    /// keeps the object's manifest, which names all holders, so the lookup ends in one round trip.
+    pub manifest_hit_rate: f64,
 }
 
 /// Places `objects` in `view`, replaces `replaced` nodes (every `view.len() / replaced`-th
@@ -185,7 +224,7 @@ pub fn lookups_after_churn(view: &View, strategy: Strategy, objects: u64, km: (u
         gone.insert(after.remove(index));
         after.add(&format!("node-new-{r}"));
     }
-    let (mut readable, mut hits) = (0u64, 0u64);
+    let (mut readable, mut hits, mut manifest_hits) = (0u64, 0u64, 0u64);
     for i in 0..objects {
         let key = object_key(i);
         let live: Vec<NodeId> = written.holders(strategy, &key, km).into_iter().filter(|h| !gone.contains(h)).collect();
@@ -193,15 +232,16 @@ pub fn lookups_after_churn(view: &View, strategy: Strategy, objects: u64, km: (u
             continue;
         }
         readable += 1;
-        let asked: HashSet<NodeId> = after.holders(strategy, &key, km).into_iter().collect();
-        if live.iter().filter(|h| asked.contains(*h)).count() >= km.0 {
-            hits += 1;
-        }
+        let asked: HashSet<NodeId> = after.candidates(strategy, &key, km).into_iter().collect();
+        let found = live.iter().filter(|h| asked.contains(*h)).count();
+        hits += (found >= km.0) as u64;
+        manifest_hits += (found >= 1) as u64;
     }
     ChurnLookups {
         replaced_nodes: replaced,
         readable,
         first_round_trip_hit_rate: if readable == 0 { 0.0 } else { hits as f64 / readable as f64 },
+        manifest_hit_rate: if readable == 0 { 0.0 } else { manifest_hits as f64 / readable as f64 },
     }
 }
 
@@ -247,6 +287,18 @@ mod tests {
         assert!(weighted.first_round_trip_hit_rate < 1.0, "{weighted:?}");
         let xor = lookups_after_churn(&view, Strategy::XorNeighbours, 2_000, KM, 0, 0.5);
         assert_eq!(xor.first_round_trip_hit_rate, 1.0, "{xor:?}");
+    }
+
+    #[test]
+    fn adaptive_writers_keep_slow_nodes_out_and_readers_still_find_a_holder() {
+        let view = View::numbered(0, 40).with_slow(0.25);
+        let slow: HashSet<NodeId> = view.nodes.iter().zip(&view.speeds).filter(|(_, s)| **s == Some(0.25)).map(|(n, _)| n.id.clone()).collect();
+        assert!(!slow.is_empty());
+        let on_slow: usize = (0..500).map(|i| view.holders(Strategy::AdaptiveRendezvous, &object_key(i), KM).iter().filter(|h| slow.contains(*h)).count()).sum();
+        assert_eq!(on_slow, 0, "30 fast nodes can take every fragment");
+        let c = lookups_after_churn(&view, Strategy::AdaptiveRendezvous, 1_000, KM, 0, 0.0);
+        assert!(c.manifest_hit_rate > 0.95, "{c:?}");
+        assert!(c.first_round_trip_hit_rate < c.manifest_hit_rate, "{c:?}");
     }
 
     #[test]

@@ -79,7 +79,7 @@ fn score(key: &[u8], node: &NodeInfo, cap: u64) -> f64 {
 }
 
 /// The weight cap for `nodes`: [`MAX_WEIGHT_OVER_MEDIAN`] × their (lower) median free capacity.
-fn weight_cap(nodes: &[NodeInfo]) -> u64 {
+fn weight_cap(nodes: &[&NodeInfo]) -> u64 {
     let mut free: Vec<u64> = nodes.iter().map(|n| n.free_bytes).collect();
     if free.is_empty() {
         return u64::MAX;
@@ -89,17 +89,38 @@ fn weight_cap(nodes: &[NodeInfo]) -> u64 {
     median.max(1).saturating_mul(MAX_WEIGHT_OVER_MEDIAN)
 }
 
-/// All candidates, best first, ties broken by node id.
-pub fn rank<'a>(key: &[u8], nodes: &'a [NodeInfo]) -> Vec<&'a NodeInfo> {
-    let cap = weight_cap(nodes);
-    let mut scored: Vec<(f64, &NodeInfo)> = nodes.iter().map(|n| (score(key, n, cap), n)).collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
-    scored.into_iter().map(|(_, n)| n).collect()
+/// How many of the best-scoring candidates [`place`] sorts, per fragment it
+/// places, before it falls back to ranking every candidate (when failure
+/// domains shared by many nodes leave too few distinct ones among them).
+const SHORTLIST_PER_FRAGMENT: usize = 4;
+
+/// The ranking order: higher score first, ties broken by node id.
+fn better(a: &(f64, &NodeInfo), b: &(f64, &NodeInfo)) -> std::cmp::Ordering {
+    b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id))
+}
+
+/// The first `count` nodes of `ranked` in distinct failure domains not in `domains` (which
+/// takes theirs).
+fn pick_distinct_domains<'a>(ranked: &[(f64, &'a NodeInfo)], count: usize, domains: &mut HashSet<&'a str>) -> Vec<&'a NodeInfo> {
+    let mut chosen = Vec::with_capacity(count);
+    for (_, n) in ranked {
+        if chosen.len() == count {
+            break;
+        }
+        if domains.insert(&n.domain) {
+            chosen.push(*n);
+        }
+    }
+    chosen
 }
 
 /// Chooses `count` distinct nodes for `key` from `live`, skipping `avoid`
 /// and the failure domains in `taken_domains` (those of holders already
-/// chosen), one node per domain unless the policy allows sharing.
+/// chosen), one node per domain unless the policy allows sharing: the best
+/// `count` of the candidates ranked by score (ties by node id) in distinct
+/// domains. Only a shortlist of the best candidates is sorted (selected in
+/// linear time), so placing an object costs O(N) in the cluster size, not
+/// O(N log N); the result is the same as walking the full ranking.
 pub fn place(
     key: &[u8],
     live: &[NodeInfo],
@@ -109,26 +130,30 @@ pub fn place(
     policy: PlacementPolicy,
     (k, m): (usize, usize),
 ) -> Result<Placement> {
-    let usable: Vec<NodeInfo> = live.iter().filter(|n| !avoid.contains(&n.id)).cloned().collect();
-    let ranked = rank(key, &usable);
+    let usable: Vec<&NodeInfo> = live.iter().filter(|n| !avoid.contains(&n.id)).collect();
+    let cap = weight_cap(&usable);
+    let mut ranked: Vec<(f64, &NodeInfo)> = usable.iter().map(|n| (score(key, n, cap), *n)).collect();
+    let shortlist = count.saturating_mul(SHORTLIST_PER_FRAGMENT).min(ranked.len());
+    if shortlist > 0 && shortlist < ranked.len() {
+        ranked.select_nth_unstable_by(shortlist - 1, better);
+    }
+    ranked[..shortlist].sort_by(better);
     let mut domains: HashSet<&str> = taken_domains.clone();
-    let mut chosen: Vec<NodeInfo> = Vec::with_capacity(count);
-    for n in &ranked {
-        if chosen.len() == count {
-            break;
-        }
-        if domains.insert(&n.domain) {
-            chosen.push((*n).clone());
-        }
+    let mut chosen = pick_distinct_domains(&ranked[..shortlist], count, &mut domains);
+    let fully_ranked = chosen.len() < count && shortlist < ranked.len();
+    if fully_ranked {
+        ranked.sort_by(better);
+        domains = taken_domains.clone();
+        chosen = pick_distinct_domains(&ranked, count, &mut domains);
     }
     let mut shared_domains = false;
     if chosen.len() < count && policy.allow_shared_domains {
-        for n in &ranked {
+        for (_, n) in &ranked {
             if chosen.len() == count {
                 break;
             }
             if !chosen.iter().any(|c| c.id == n.id) {
-                chosen.push((*n).clone());
+                chosen.push(n);
                 shared_domains = true;
             }
         }
@@ -153,6 +178,7 @@ pub fn place(
             reason,
         });
     }
+    let mut chosen: Vec<NodeInfo> = chosen.into_iter().cloned().collect();
     fragment_order(key, &mut chosen);
     Ok(Placement { nodes: chosen, shared_domains })
 }
@@ -282,6 +308,58 @@ mod tests {
         assert!(held as f64 / trials as f64 > 0.90, "node-0 held a fragment of {held} of {trials} objects");
         let share = first as f64 / held as f64;
         assert!((0.20..0.30).contains(&share), "node-0 held fragment 0 of {share} of its objects");
+    }
+
+    /// The placement as it was before the shortlist: rank every candidate, walk the ranking.
+    fn place_by_full_ranking(key: &[u8], live: &[NodeInfo], count: usize, avoid: &HashSet<NodeId>, taken: &HashSet<&str>, policy: PlacementPolicy) -> Option<(Vec<String>, bool)> {
+        let usable: Vec<&NodeInfo> = live.iter().filter(|n| !avoid.contains(&n.id)).collect();
+        let cap = weight_cap(&usable);
+        let mut ranked: Vec<(f64, &NodeInfo)> = usable.iter().map(|n| (score(key, n, cap), *n)).collect();
+        ranked.sort_by(better);
+        let mut domains = taken.clone();
+        let mut chosen: Vec<&NodeInfo> = Vec::new();
+        for (_, n) in &ranked {
+            if chosen.len() < count && domains.insert(&n.domain) {
+                chosen.push(n);
+            }
+        }
+        let mut shared = false;
+        for (_, n) in &ranked {
+            if chosen.len() < count && policy.allow_shared_domains && !chosen.iter().any(|c| c.id == n.id) {
+                chosen.push(n);
+                shared = true;
+            }
+        }
+        if chosen.len() < count {
+            return None;
+        }
+        let mut nodes: Vec<NodeInfo> = chosen.into_iter().cloned().collect();
+        fragment_order(key, &mut nodes);
+        Some((nodes.iter().map(|n| n.id.to_string()).collect(), shared))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_shortlist_chooses_what_the_full_ranking_chooses(
+            n in 1usize..80,
+            nodes_per_domain in 1usize..12,
+            count in 0usize..12,
+            avoid_every in 0usize..7,
+            taken in 0usize..4,
+            shared in proptest::bool::ANY,
+            key in proptest::collection::vec(proptest::num::u8::ANY, 1..24),
+            free_seed in 0u64..1000,
+        ) {
+            let live: Vec<NodeInfo> = (0..n)
+                .map(|i| node(i, &format!("host-{}", i / nodes_per_domain), 1 + (free_seed * 7919 + i as u64 * 104_729) % 5_000))
+                .collect();
+            let avoid: HashSet<NodeId> = live.iter().enumerate().filter(|(i, _)| avoid_every > 0 && i % avoid_every == 0).map(|(_, x)| x.id.clone()).collect();
+            let taken_names: Vec<String> = (0..taken).map(|t| format!("host-{t}")).collect();
+            let taken: HashSet<&str> = taken_names.iter().map(|s| s.as_str()).collect();
+            let policy = PlacementPolicy { allow_shared_domains: shared };
+            let got = place(&key, &live, count, &avoid, &taken, policy, (count.max(1), 0)).ok().map(|p| (ids(&p), p.shared_domains));
+            proptest::prop_assert_eq!(got, place_by_full_ranking(&key, &live, count, &avoid, &taken, policy));
+        }
     }
 
     #[test]

@@ -31,6 +31,10 @@ struct Args {
     /// node's capacity (nodes filled unevenly between write and read; 0: equal weights).
     #[arg(long, default_value_t = 0.0)]
     drift: f64,
+    /// Nodes fill as objects land (each placement lowers its holders' free capacity, which
+    /// weighted placement sees), ending this full; 0: capacities stay equal.
+    #[arg(long, default_value_t = 0.0)]
+    fill: f64,
     /// Share of the nodes an adaptive writer measured clearly slow (strategy adaptive-rendezvous).
     #[arg(long, default_value_t = 0.25)]
     slow: f64,
@@ -57,6 +61,9 @@ fn run(a: &Args) -> Result<(), String> {
     if !(0.0..1.0).contains(&a.drift) {
         return Err(format!("--drift {}: must be in [0, 1)", a.drift));
     }
+    if !(0.0..=1.0).contains(&a.fill) {
+        return Err(format!("--fill {}: must be in [0, 1] (0: no filling)", a.fill));
+    }
     if !(0.0..1.0).contains(&a.slow) {
         return Err(format!("--slow {}: must be in [0, 1)", a.slow));
     }
@@ -75,7 +82,7 @@ fn run(a: &Args) -> Result<(), String> {
         for &n in &a.nodes {
             let t0 = Instant::now();
             let view = View::numbered(0, n).with_slow(a.slow);
-            let balance = sim::balance(&view, strategy, a.objects, km);
+            let balance = sim::balance(&view, strategy, a.objects, km, (a.fill > 0.0).then_some(a.fill));
             let moves = sim::join_moves(&view, strategy, a.objects, km);
             let replaced = ((n as f64) * a.churn).round().max(1.0) as usize;
             let churn = sim::lookups_after_churn(&view, strategy, a.objects, km, replaced, a.drift);
@@ -89,7 +96,7 @@ fn run(a: &Args) -> Result<(), String> {
             println!("{line}");
             table.push(line);
             rows.push(json!({"strategy": strategy, "nodes": n, "objects": a.objects, "k": a.k, "m": a.m,
-                "drift": a.drift, "slow": a.slow, "balance": balance, "join": moves, "churn": churn, "seconds": secs}));
+                "drift": a.drift, "slow": a.slow, "fill": a.fill, "balance": balance, "join": moves, "churn": churn, "seconds": secs}));
         }
     }
     if let Some(dir) = &a.out {

@@ -147,15 +147,30 @@ pub struct Balance {
     pub uniform_max_over_mean: f64,
 }
 
-/// Where `objects` objects of `k + m` fragments land in `view`.
-pub fn balance(view: &View, strategy: Strategy, objects: u64, km: (usize, usize)) -> Balance {
-    let mut per_node: HashMap<NodeId, u64> = view.nodes.iter().map(|n| (n.id.clone(), 0)).collect();
+/// Where `objects` objects of `k + m` fragments land in `view`. With `fill`, every node
+/// starts with room for `total / N / fill` fragments and each placement lowers its holders'
+/// free capacity, which weighted placement sees at the next object — as in a real cluster,
+/// which ends `fill` full; without, capacities stay equal (the placement function alone).
+pub fn balance(view: &View, strategy: Strategy, objects: u64, km: (usize, usize), fill: Option<f64>) -> Balance {
+    const FRAGMENT: u64 = 1 << 20;
+    let mut view = view.clone();
+    let room = fill.map(|f| ((objects * (km.0 + km.1) as u64) as f64 / view.len() as f64 / f).ceil() as u64 * FRAGMENT);
+    if let Some(room) = room {
+        view.nodes.iter_mut().for_each(|n| n.free_bytes = room);
+    }
+    let index: HashMap<NodeId, usize> = view.nodes.iter().enumerate().map(|(i, n)| (n.id.clone(), i)).collect();
+    let mut per_node = vec![0u64; view.len()];
     for i in 0..objects {
         for h in view.holders(strategy, &object_key(i), km) {
-            *per_node.get_mut(&h).expect("a holder of the view") += 1;
+            let at = index[&h];
+            per_node[at] += 1;
+            if room.is_some() {
+                let n = &mut view.nodes[at];
+                n.free_bytes = n.free_bytes.saturating_sub(FRAGMENT).max(1);
+            }
         }
     }
-    let mut counts: Vec<u64> = per_node.into_values().collect();
+    let mut counts = per_node;
     counts.sort_unstable();
     let mean = counts.iter().sum::<u64>() as f64 / counts.len() as f64;
     let p99 = counts[((counts.len() as f64 * 0.99) as usize).min(counts.len() - 1)] as f64;
@@ -304,8 +319,17 @@ mod tests {
     #[test]
     fn rendezvous_balance_is_near_the_statistical_floor() {
         let view = View::numbered(0, 50);
-        let b = balance(&view, Strategy::Rendezvous, 20_000, KM);
+        let b = balance(&view, Strategy::Rendezvous, 20_000, KM, None);
         assert!((b.mean_fragments - 2_400.0).abs() < 1e-9, "{b:?}");
         assert!(b.max_over_mean < b.uniform_max_over_mean + 0.05, "{b:?}");
+    }
+
+    #[test]
+    fn weighing_by_free_capacity_as_nodes_fill_balances_below_the_uniform_floor() {
+        let view = View::numbered(0, 50);
+        let fixed = balance(&view, Strategy::Rendezvous, 5_000, KM, None);
+        let filling = balance(&view, Strategy::Rendezvous, 5_000, KM, Some(0.8));
+        assert!(filling.max_over_mean < fixed.max_over_mean, "{filling:?} vs {fixed:?}");
+        assert!(filling.max_over_mean < filling.uniform_max_over_mean, "{filling:?}");
     }
 }

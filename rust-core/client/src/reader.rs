@@ -49,16 +49,19 @@ impl FragmentSet<'_> {
     /// than a parity holder; `k` plus `hedge` at once, and a failed, corrupt
     /// or late cell brings in the next holder. When every holder has been
     /// asked and fewer than `k` cells came back, holders whose request failed
-    /// but that are still live are asked again, after [`RETRY_BACKOFF`]: with
-    /// `m` holders dead there is no spare, and one request lost to a busy
-    /// peer must not fail a read whose cells all exist (each failed read
-    /// restarts every subtask's restore in Flink).
+    /// or that were not live are asked again once live, after each pause of
+    /// [`RETRY_BACKOFF`]: with `m` holders dead there is no spare, and one
+    /// request lost to a busy peer, or a holder this process has not connected
+    /// to yet (a restoring TaskManager just started), must not fail a read
+    /// whose cells all exist (each failed read restarts every subtask's
+    /// restore in Flink).
     pub async fn fetch(&self, ctx: &Ctx, stripe: u32, info: &StripeInfo, skip: Option<usize>) -> Result<FetchedStripe> {
         let k = self.codec.params().k();
         let n = self.codec.params().fragments();
         let live: HashSet<NodeId> = ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
         let mut missing: Vec<usize> = Vec::new();
-        // Fragments whose request failed (not absent, not corrupt), and the retry rounds used.
+        // Fragments whose request failed or whose holder was not live (not absent, not
+        // corrupt): asked again in the retry rounds once live.
         let mut failed: Vec<usize> = Vec::new();
         let mut retries = RETRY_BACKOFF.iter();
         let mut corrupt: Vec<usize> = Vec::new();
@@ -74,6 +77,7 @@ impl FragmentSet<'_> {
                 candidates[i] = Some(speeds[i]);
             } else {
                 missing.push(i);
+                failed.push(i);
                 causes.push((i, format!("node {} is not live", self.holders[i])));
             }
         }
@@ -118,7 +122,9 @@ impl FragmentSet<'_> {
                 if let Some(backoff) = retries.next() {
                     tokio::time::sleep(*backoff).await;
                     let live: HashSet<NodeId> = ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
-                    let again: Vec<usize> = failed.drain(..).filter(|&i| live.contains(&self.holders[i])).collect();
+                    // those still not live wait for the next round
+                    let (again, later): (Vec<usize>, Vec<usize>) = failed.drain(..).partition(|&i| live.contains(&self.holders[i]));
+                    failed = later;
                     missing.retain(|i| !again.contains(i));
                     tracing::debug!(path = %self.path, stripe, fragments = ?again, "asking live holders again after failed requests");
                     inflight.extend(again.into_iter().map(&request));

@@ -354,6 +354,34 @@ fn with_m_holders_dead_a_live_holder_that_fails_a_request_is_asked_again() {
 }
 
 #[test]
+fn a_holder_that_comes_up_during_the_read_is_asked_once_live() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(7, u64::MAX);
+        let c = client(&mesh, params(4, 2));
+        let data = payload(4 * 4 * CELL as usize, 5);
+        let man = write(&c, "obj", &data, 1 << 16).await;
+        // m = 2 holders gone for good, a third not live yet when the read starts (a process
+        // that has not connected to it, e.g. a TaskManager restoring right after its start)
+        mesh.kill(&man.holders[0]).unwrap();
+        mesh.kill(&man.holders[5]).unwrap();
+        mesh.kill(&man.holders[3]).unwrap();
+        let (late, m2) = (man.holders[3].clone(), mesh.clone());
+        let comes_up = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            m2.revive(&late).unwrap();
+        });
+        assert_eq!(read(&c, "obj").await.unwrap(), data);
+        comes_up.await.unwrap();
+        // one that never comes up is given up after the bounded retries, naming it
+        mesh.kill(&man.holders[3]).unwrap();
+        let t = std::time::Instant::now();
+        let e = read(&c, "obj").await.unwrap_err().to_string();
+        assert!(e.contains(&format!("fragment 3: node {} is not live", man.holders[3])), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(10), "gave up after {:?}", t.elapsed());
+    });
+}
+
+#[test]
 fn too_few_nodes_is_a_clear_error() {
     rt().block_on(async {
         let mesh = Mesh::in_memory(5, u64::MAX);

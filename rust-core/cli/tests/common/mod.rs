@@ -157,9 +157,14 @@ impl Cluster {
     }
 
     pub fn get(&self, path: &str) -> Result<Vec<u8>, String> {
+        self.get_waiting(path, self.alive())
+    }
+
+    /// `get` once `nodes` storage nodes are live (more than the started ones when others joined).
+    pub fn get_waiting(&self, path: &str, nodes: usize) -> Result<Vec<u8>, String> {
         let dst = self.dir.path().join("get.tmp");
         let _ = std::fs::remove_file(&dst);
-        let out = self.cli(&["get", path, dst.to_str().unwrap()], self.alive());
+        let out = self.cli(&["get", path, dst.to_str().unwrap()], nodes);
         if out.status.success() {
             Ok(std::fs::read(&dst).unwrap())
         } else {

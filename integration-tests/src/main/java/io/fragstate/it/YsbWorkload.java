@@ -47,11 +47,12 @@ final class YsbWorkload implements Workload {
 
     /**
      * The built-in profile at scale 1 (~650-750 ad events per simulated second, a third of them
-     * views), 100 simulated seconds in ~67 s: 10 windows × 100 campaigns.
+     * views), 70 simulated seconds in ~47 s: 7 windows × 100 campaigns (the kill comes after
+     * simulated second 30).
      */
     @Override
     public Scenario.Simulation defaultSimulation() {
-        return new Scenario.Simulation(42, 1.0, 100, 1.5);
+        return new Scenario.Simulation(42, 1.0, 70, 1.5);
     }
 
     @Override

@@ -24,9 +24,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * networked fragstate node per JobManager/TaskManager JVM (failure domain per process, a cluster
  * key made per run with {@code fragstate keygen}) plus two standalone {@code fragstate node}
  * processes, and the same exactly-once check against the reference computation as scenario h.
- * The fragstate scenarios a, b, d, e, g and r with the Traffic Monitoring job, and a and f with
- * the YSB job, run in the quick tier, i.e. in {@code ci/test.sh}; c and f with the traffic job and
- * i in the full tier. Scenario a on the other Flink lines: {@link FlinkLinesIT}.
+ * The fragstate scenarios a, b, d, g and r with the Traffic Monitoring job, and a and f with
+ * the YSB job, run in the quick tier, i.e. in {@code ci/test.sh}; c, e and f with the traffic job
+ * and i in the full tier. Scenario a on the other Flink lines: {@link FlinkLinesIT}.
  */
 class FragstateClusterRecoveryIT {
 
@@ -146,7 +146,12 @@ class FragstateClusterRecoveryIT {
         assertThat(r.timeline.restoredCheckpointId).as("resumed from a retained checkpoint").isPositive();
     }
 
+    /**
+     * Scenario e (full tier since 2026-12-02, with c and f, to keep CI under 45 minutes once the
+     * YSB job and the Flink 1.20 / 2.3 runs joined the quick tier).
+     */
     @Test
+    @EnabledIfSystemProperty(named = "fragstate.it.full", matches = "true")
     @Timeout(value = 12, unit = TimeUnit.MINUTES)
     void scenarioE_fragstateCluster_stopWithSavepointRescale_exactlyOnce() throws Exception {
         ScenarioRunner.Result r = run(Scenario.fragstateSavepointRescale(REPO));

@@ -14,10 +14,11 @@
 //!   holder keeps the manifest), the fragments could come straight from them
 //!   when `k` are.
 //!
-//! Two strategies: [`Strategy::Rendezvous`], today's weighted rendezvous over
-//! every live node, and [`Strategy::XorNeighbours`], the `k + m` nodes whose
-//! ids are XOR-closest to the key's hash (Kademlia's notion of "responsible
-//! for a key", one per failure domain), the design card's starting point.
-//! Each node is its own failure domain here.
+//! Strategies: [`Strategy::Rendezvous`], today's weighted rendezvous over
+//! every live node; [`Strategy::AdaptiveRendezvous`], what an adaptive-mode
+//! writer chooses around nodes it measured slow (readers rank plainly);
+//! [`Strategy::XorNeighbours`], the `k + m` nodes whose ids are XOR-closest to
+//! the key's hash (Kademlia's notion of "responsible for a key"), the design
+//! card's starting point. Each node is its own failure domain here.
 
 pub mod sim;

@@ -14,10 +14,10 @@
 //!   holder keeps the manifest), the fragments could come straight from them
 //!   when `k` are.
 //!
-//! Strategies: [`Strategy::Rendezvous`], today's weighted rendezvous over
-//! every live node; [`Strategy::AdaptiveRendezvous`], what an adaptive-mode
+//! Strategies: [`Strategy::Rendezvous`](sim::Strategy::Rendezvous), today's weighted rendezvous over
+//! every live node; [`Strategy::AdaptiveRendezvous`](sim::Strategy::AdaptiveRendezvous), what an adaptive-mode
 //! writer chooses around nodes it measured slow (readers rank plainly);
-//! [`Strategy::XorNeighbours`], the `k + m` nodes whose ids are XOR-closest to
+//! [`Strategy::XorNeighbours`](sim::Strategy::XorNeighbours), the `k + m` nodes whose ids are XOR-closest to
 //! the key's hash (Kademlia's notion of "responsible for a key"), the design
 //! card's starting point. Each node is its own failure domain here.
 

@@ -83,16 +83,16 @@ final class Disruptions {
     void killAndAwaitRunning(String jobId, RecoveryTimeline tl, Scenario.Disruption plan, AtomicInteger generatorSecond)
             throws Exception {
         String windowVertex = rest.vertexId(jobId, "window");
-        String windowName = rest.get("/jobs/" + jobId + "/vertices/" + windowVertex).path("name").asText("window");
+        JsonNode window = rest.get("/jobs/" + jobId + "/vertices/" + windowVertex);
         List<String> victims = new ArrayList<>(rest.taskManagersOf(jobId, windowVertex));
         if (victims.size() < plan.taskManagers()) {
             throw new IllegalStateException("only " + victims.size() + " TaskManagers run window subtasks; cannot kill "
                     + plan.taskManagers());
         }
         victims = victims.subList(0, plan.taskManagers());
-        for (JsonNode s : rest.get("/jobs/" + jobId + "/vertices/" + windowVertex).path("subtasks")) {
+        for (JsonNode s : window.path("subtasks")) {
             if (victims.contains(s.path("taskmanager-id").asText())) {
-                tl.statefulSubtasksOnKilled.add(windowName + "#" + s.path("subtask").asInt());
+                tl.statefulSubtasksOnKilled.add(window.path("name").asText("window") + "#" + s.path("subtask").asInt());
             }
         }
         List<Long> pids = new ArrayList<>();

@@ -67,7 +67,6 @@ public final class RunScenario {
         if (workload != Workload.TRAFFIC) {
             base = base.running(workload);
         }
-        Path jobJar = a.has("job-jar") ? Path.of(a.get("job-jar", "")) : workload.jobJar(repo);
         Map<String, String> config = new LinkedHashMap<>(base.flinkConfig());
         if (a.has("config-file")) {
             for (String line : Files.readAllLines(Path.of(a.get("config-file", "")))) {
@@ -99,10 +98,11 @@ public final class RunScenario {
         Scenario scenario = new Scenario(a.get("id", base.id()), base.description() + (configPairs.isEmpty()
                 && !a.has("config-file") ? "" : " + " + config), config,
                 java.util.stream.Stream.concat(base.libJars().stream(), libJars.stream().map(Path::of)).toList(), base.taskManagers(), base.parallelism(),
-                base.checkpointIntervalMs(), sim, d, base.fragstateNodes(), base.stockFlinkConfig(), workload);
+                base.checkpointIntervalMs(), sim, d, base.fragstateNodes(), base.stockFlinkConfig(), workload,
+                base.flinkVersion(), a.has("job-jar") ? Path.of(a.get("job-jar", "")) : null);
 
         ScenarioRunner.Result r;
-        try (ScenarioRunner runner = new ScenarioRunner(scenario, repo, jobJar)) {
+        try (ScenarioRunner runner = new ScenarioRunner(scenario, repo)) {
             r = runner.run();
         }
         System.out.println();

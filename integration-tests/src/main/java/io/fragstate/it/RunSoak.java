@@ -47,7 +47,7 @@ public final class RunSoak {
         ScenarioRunner.Result result = new ScenarioRunner.Result();
         String failure = null;
         LogScan.Findings logs;
-        try (ScenarioRunner runner = new ScenarioRunner(scenario, repo, Artifacts.jobJar(repo))) {
+        try (ScenarioRunner runner = new ScenarioRunner(scenario, repo)) {
             try {
                 result = runner.run(loop);
             } catch (Exception e) {

@@ -66,7 +66,7 @@ public final class RunTuneEval {
         Report.step("tune evaluation run: " + plan.describe() + "; kills at seconds " + plan.killSeconds() + "; results to " + plan.out());
         ScenarioRunner.Result result = null;
         String failure = null;
-        try (ScenarioRunner runner = new ScenarioRunner(scenario, repo, Artifacts.jobJar(repo)); loop) {
+        try (ScenarioRunner runner = new ScenarioRunner(scenario, repo); loop) {
             result = runner.run(loop, clock);
         } catch (Exception e) {
             failure = e.toString();

@@ -41,20 +41,12 @@ public record Scenario(String id, String description, Map<String, String> flinkC
         int taskManagers, int parallelism, long checkpointIntervalMs, Simulation simulation, Disruption disruption,
         int fragstateNodes, boolean stockFlinkConfig, Workload workload, String flinkVersion, Path jobJar) {
 
-    /** A scenario of {@code workload} on the default Flink release. */
-    public Scenario(String id, String description, Map<String, String> flinkConfig, List<Path> libJars,
-            int taskManagers, int parallelism, long checkpointIntervalMs, Simulation simulation, Disruption disruption,
-            int fragstateNodes, boolean stockFlinkConfig, Workload workload) {
-        this(id, description, flinkConfig, libJars, taskManagers, parallelism, checkpointIntervalMs, simulation,
-                disruption, fragstateNodes, stockFlinkConfig, workload, null, null);
-    }
-
     /** A Traffic Monitoring scenario. */
     public Scenario(String id, String description, Map<String, String> flinkConfig, List<Path> libJars,
             int taskManagers, int parallelism, long checkpointIntervalMs, Simulation simulation, Disruption disruption,
             int fragstateNodes, boolean stockFlinkConfig) {
         this(id, description, flinkConfig, libJars, taskManagers, parallelism, checkpointIntervalMs, simulation,
-                disruption, fragstateNodes, stockFlinkConfig, Workload.TRAFFIC);
+                disruption, fragstateNodes, stockFlinkConfig, Workload.TRAFFIC, null, null);
     }
 
     /** This scenario with another job and its {@link Workload#defaultSimulation}; id and description say which. */

@@ -77,15 +77,11 @@ public final class ScenarioRunner implements AutoCloseable {
         public List<String> matchingLogLines = new ArrayList<>();
     }
 
-    /** A runner of {@code scenario} with its job jar ({@link Scenario#jobJar}). */
+    /** A runner of {@code scenario}, which names its job jar ({@link Scenario#jobJar}). */
     public ScenarioRunner(Scenario scenario, Path repo) {
-        this(scenario, repo, scenario.jobJar(repo));
-    }
-
-    public ScenarioRunner(Scenario scenario, Path repo, Path jobJar) {
         this.scenario = scenario;
         this.repo = repo.toAbsolutePath().normalize();
-        this.jobJar = jobJar.toAbsolutePath().normalize();
+        this.jobJar = scenario.jobJar(this.repo).toAbsolutePath().normalize();
         this.runDir = this.repo.resolve("integration-tests/target/it-runs")
                 .resolve(scenario.id() + "-" + Report.STAMP.format(Instant.now()) + "-" + ProcessHandle.current().pid());
         this.stack = new ServiceStack(scenario, this.repo, this.jobJar, runDir);

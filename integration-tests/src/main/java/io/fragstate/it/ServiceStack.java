@@ -99,11 +99,9 @@ final class ServiceStack implements AutoCloseable {
         scenario.libJars().forEach(j -> prepare.add(j.toAbsolutePath().toString()));
         flinkStarted = true;
         try {
-            List<String> prepareCmd = new ArrayList<>(List.of("bash", repo.resolve("ci/lib/flink-cluster.sh").toString()));
-            prepareCmd.addAll(prepare);
             // the distribution of the scenario's Flink release (fetched into the cache on first use)
             Map<String, String> env = scenario.flinkVersion() == null ? Map.of() : Map.of("FLINK_VERSION", scenario.flinkVersion());
-            Shell.run(repo, env, Duration.ofMinutes(15), prepareCmd);
+            Shell.bash(repo, env, Duration.ofMinutes(15), "ci/lib/flink-cluster.sh", prepare.toArray(String[]::new));
             startFlink();
             if (scenario.stockFlinkConfig() && scenario.fragstateCluster()) {
                 Waits.waitFor("a fragstate node listening on the default port 6130 (the JobManager host's first)",

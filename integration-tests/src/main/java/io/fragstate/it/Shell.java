@@ -50,11 +50,16 @@ final class Shell {
     }
 
     static String bash(Path repo, Duration timeout, String script, String... args) {
+        return bash(repo, Map.of(), timeout, script, args);
+    }
+
+    /** {@code bash repo/script args...} with {@code env} added to the environment. */
+    static String bash(Path repo, Map<String, String> env, Duration timeout, String script, String... args) {
         List<String> cmd = new ArrayList<>();
         cmd.add("bash");
         cmd.add(repo.resolve(script).toString());
         cmd.addAll(List.of(args));
-        return run(repo, Map.of(), timeout, cmd);
+        return run(repo, env, timeout, cmd);
     }
 
     static String tail(String s, int max) {

@@ -9,7 +9,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
-import java.util.List;
 import java.util.Set;
 
 /**
@@ -48,29 +47,21 @@ public final class VehicleGeneratorMain {
         Set<String> known = new HashSet<>(SIMULATION);
         switch (cmd) {
             case "produce": {
-                known.addAll(Set.of("brokers", "topic", "partitions", "speedup", "progress-interval-s", "registry-out"));
+                known.addAll(GeneratorCli.PRODUCE_OPTIONS);
+                known.add("registry-out");
                 CliArgs a = CliArgs.parse(rest, known, Set.of());
                 GeneratorConfig config = GeneratorConfig.fromArgs(a);
                 if (a.has("registry-out")) {
                     writeRegistry(TrafficSimulator.registryFor(config), Path.of(a.get("registry-out", "")));
                 }
-                KafkaEventProducer producer = new KafkaEventProducer(a.get("brokers", "localhost:9092"),
-                        a.get("topic", "traffic-monitoring-events"), a.getInt("partitions", 4),
-                        a.getDouble("speedup", 1.0), a.getDouble("progress-interval-s", 5.0), err);
-                producer.run(config);
+                GeneratorCli.producer(a, "traffic-monitoring-events", err).run(config);
                 return 0;
             }
             case "expected": {
                 known.add("out");
                 CliArgs a = CliArgs.parse(rest, known, Set.of());
-                List<String> expected = ReferenceModel.expectedNotifications(GeneratorConfig.fromArgs(a));
-                if (a.has("out")) {
-                    Files.write(Path.of(a.get("out", "")), expected, StandardCharsets.UTF_8);
-                    err.println("vehicle-generator: " + expected.size() + " expected notifications written to " + a.get("out", ""));
-                } else {
-                    expected.forEach(out::println);
-                }
-                return 0;
+                return GeneratorCli.expected(ReferenceModel.expectedNotifications(GeneratorConfig.fromArgs(a)), a,
+                        "vehicle-generator", "expected notifications", out, err);
             }
             case "registry": {
                 known.add("out");
@@ -84,15 +75,8 @@ public final class VehicleGeneratorMain {
                 }
                 return 0;
             }
-            case "create-topic": {
-                CliArgs a = CliArgs.parse(rest, Set.of("brokers", "topic", "partitions"), Set.of());
-                if (!a.has("topic")) {
-                    throw new IllegalArgumentException("create-topic needs --topic");
-                }
-                new KafkaEventProducer(a.get("brokers", "localhost:9092"), a.get("topic", ""), a.getInt("partitions", 4),
-                        1.0, 5.0, err).ensureTopic();
-                return 0;
-            }
+            case "create-topic":
+                return GeneratorCli.createTopic(rest, err);
             default:
                 err.println("unknown command '" + cmd + "': use produce, expected, registry or create-topic");
                 return 2;

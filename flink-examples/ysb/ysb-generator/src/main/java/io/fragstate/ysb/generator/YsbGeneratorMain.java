@@ -1,14 +1,11 @@
 package io.fragstate.ysb.generator;
 
+import io.fragstate.generator.GeneratorCli;
 import io.fragstate.generator.KafkaEventProducer;
 import io.fragstate.traffic.CliArgs;
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HashSet;
-import java.util.List;
 import java.util.Set;
 
 /**
@@ -54,35 +51,19 @@ public final class YsbGeneratorMain {
                 return 0;
             }
             case "produce": {
-                known.addAll(Set.of("brokers", "topic", "partitions", "speedup", "progress-interval-s"));
+                known.addAll(GeneratorCli.PRODUCE_OPTIONS);
                 CliArgs a = CliArgs.parse(rest, known, Set.of());
-                YsbConfig config = YsbConfig.fromArgs(a);
-                new KafkaEventProducer(a.get("brokers", "localhost:9092"), a.get("topic", "ysb-events"),
-                        a.getInt("partitions", 4), a.getDouble("speedup", 1.0), a.getDouble("progress-interval-s", 5.0), err)
-                        .run(new AdEventGenerator(config), second -> { });
+                GeneratorCli.producer(a, "ysb-events", err).run(new AdEventGenerator(YsbConfig.fromArgs(a)), second -> { });
                 return 0;
             }
             case "expected": {
                 known.add("out");
                 CliArgs a = CliArgs.parse(rest, known, Set.of());
-                List<String> expected = YsbReference.expectedCounts(YsbConfig.fromArgs(a));
-                if (a.has("out")) {
-                    Files.write(Path.of(a.get("out", "")), expected, StandardCharsets.UTF_8);
-                    err.println("ysb-generator: " + expected.size() + " expected counts written to " + a.get("out", ""));
-                } else {
-                    expected.forEach(out::println);
-                }
-                return 0;
+                return GeneratorCli.expected(YsbReference.expectedCounts(YsbConfig.fromArgs(a)), a, "ysb-generator",
+                        "expected counts", out, err);
             }
-            case "create-topic": {
-                CliArgs a = CliArgs.parse(rest, Set.of("brokers", "topic", "partitions"), Set.of());
-                if (!a.has("topic")) {
-                    throw new IllegalArgumentException("create-topic needs --topic");
-                }
-                new KafkaEventProducer(a.get("brokers", "localhost:9092"), a.get("topic", ""), a.getInt("partitions", 4),
-                        1.0, 5.0, err).ensureTopic();
-                return 0;
-            }
+            case "create-topic":
+                return GeneratorCli.createTopic(rest, err);
             default:
                 err.println("unknown command '" + cmd + "': use campaigns, produce, expected or create-topic");
                 return 2;

@@ -140,8 +140,8 @@ pub fn place(
     ranked[..shortlist].sort_by(better);
     let mut domains: HashSet<&str> = taken_domains.clone();
     let mut chosen = pick_distinct_domains(&ranked[..shortlist], count, &mut domains);
-    let fully_ranked = chosen.len() < count && shortlist < ranked.len();
-    if fully_ranked {
+    if chosen.len() < count && shortlist < ranked.len() {
+        // the shortlist held too few distinct domains: walk the full ranking
         ranked.sort_by(better);
         domains = taken_domains.clone();
         chosen = pick_distinct_domains(&ranked, count, &mut domains);

@@ -7,6 +7,7 @@
 //! - [`format`](mod@format): versioned manifests, fragment headers and cell frames (`FORMAT.md`).
 //! - [`codec`]: one stripe ⇄ `k + m` checksummed cells (Reed–Solomon).
 //! - [`placement`]: which live nodes hold an object's fragments.
+//! - [`lookup`]: which nodes a reader asks for an object's manifest, and when their answers suffice.
 //! - [`restore_model`]: the predicted restore time of coding parameters over measured holders, and adaptive mode's choice of them.
 //! - [`adaptive`]: adaptive mode's phase decisions and which holders take data fragments.
 //! - [`delete`]: what a delete removes on a node.
@@ -53,6 +54,7 @@ pub mod error;
 pub mod format;
 pub mod heap;
 pub mod ids;
+pub mod lookup;
 pub mod params;
 pub mod placement;
 pub mod restore_model;

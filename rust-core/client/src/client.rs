@@ -14,6 +14,7 @@ use tokio::sync::Semaphore;
 
 use fragstate_core::error::{Error, Result};
 use fragstate_core::format::{Manifest, ObjectSummary};
+use fragstate_core::lookup;
 use fragstate_core::params::CodingParams;
 use fragstate_core::ids::{now_unix_ms, NodeId};
 use fragstate_core::version::WriteVersion;
@@ -65,6 +66,12 @@ pub struct ClientStats {
     pub holders_moved_to_parity: u64,
     /// Speed probes answered: peers no transfer had measured lately (adaptive mode).
     pub speed_probes: u64,
+    /// Manifest lookups (opens, stats, creates) and the requests they sent.
+    pub manifest_lookups: u64,
+    pub manifest_requests: u64,
+    /// Lookups the first round settled: the nodes placement ranks first for
+    /// the path answered, no other node was asked ([`fragstate_core::lookup`]).
+    pub manifest_lookups_by_path: u64,
     /// Adaptive mode's phase and decision (`enabled` false and zeros when it is off).
     pub adaptive: AdaptiveStats,
     /// What this client's own transfers show of each peer (cell answers and
@@ -156,25 +163,40 @@ impl Client {
         self.lookup_manifest(path, true).await
     }
 
-    /// The newest manifest of `path` on the live nodes. A node whose request
-    /// failed may hold it (a dropped stream, a node that has not taken this
-    /// client's hello yet), so the failed ones still live are asked again
-    /// after [`RETRY_BACKOFF`]; "not there" only when every live node said so,
-    /// else an error naming the nodes that kept failing — never a wrong
-    /// "no such object" (a restore once read one for an existing object).
+    /// The newest manifest of `path` on the live nodes. First the nodes
+    /// placement ranks first for the path (`k + m` of them: one round trip in
+    /// steady state); every other live node only when their answers do not
+    /// settle it ([`lookup`]: after churn, or when the path does not exist).
+    /// A node whose request failed may hold it (a dropped stream, a node that
+    /// has not taken this client's hello yet), so the failed ones still live
+    /// are asked again after [`RETRY_BACKOFF`]; "not there" only when every
+    /// live node said so, else an error naming the nodes that kept failing —
+    /// never a wrong "no such object" (a restore once read one for an
+    /// existing object).
     async fn lookup_manifest(&self, path: &str, cut_stragglers: bool) -> Result<Option<Arc<Manifest>>> {
-        let live = || -> Vec<NodeId> { self.ctx.transport.live_nodes().into_iter().map(|n| n.id).collect() };
-        let first = live();
-        let asked = first.len();
-        let (mut best, mut failed) = self.ask_for_manifest(path, &first, cut_stragglers).await;
+        bump(&self.ctx.counters.manifest_lookups, 1);
+        let view = self.ctx.transport.live_nodes();
+        let candidates = lookup::lookup_candidates(path.as_bytes(), &view, self.ctx.cfg.params.fragments(), self.ctx.cfg.placement);
+        let first = self.ask_for_manifest(path, &candidates, cut_stragglers).await;
+        if first.newest.as_ref().is_some_and(|m| lookup::first_round_settles(m, first.copies)) {
+            bump(&self.ctx.counters.manifest_lookups_by_path, 1);
+            return Ok(first.newest);
+        }
+        let rest: Vec<NodeId> = view.into_iter().map(|n| n.id).filter(|n| !candidates.contains(n)).collect();
+        let others = self.ask_for_manifest(path, &rest, cut_stragglers).await;
+        let asked = candidates.len() + rest.len();
+        let mut best = newer(first.newest, others.newest);
+        let mut failed = first.failed;
+        failed.extend(others.failed);
         for pause in RETRY_BACKOFF {
             if best.is_some() || failed.is_empty() {
                 break;
             }
             tokio::time::sleep(pause).await;
-            let live_now = live();
+            let live_now: Vec<NodeId> = self.ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
             let again: Vec<NodeId> = failed.iter().map(|(n, _)| n.clone()).filter(|n| live_now.contains(n)).collect();
-            (best, failed) = self.ask_for_manifest(path, &again, cut_stragglers).await;
+            let round = self.ask_for_manifest(path, &again, cut_stragglers).await;
+            (best, failed) = (round.newest, round.failed);
         }
         match (best, failed.first()) {
             (Some(m), _) => Ok(Some(m)),
@@ -191,16 +213,16 @@ impl Client {
         }
     }
 
-    /// One round of a manifest lookup: asks `nodes`, returns the newest
-    /// manifest and the nodes whose request failed. With `cut_stragglers`,
-    /// once a manifest has come, nodes that have not answered within
-    /// [`STRAGGLER_GRACE`] (or twice the time it took) count as down.
-    async fn ask_for_manifest(&self, path: &str, nodes: &[NodeId], cut_stragglers: bool) -> (Option<Arc<Manifest>>, Vec<(NodeId, Error)>) {
+    /// One round of a manifest lookup: asks `nodes` for the newest manifest
+    /// of `path`. With `cut_stragglers`, once a manifest has come, nodes that
+    /// have not answered within [`STRAGGLER_GRACE`] (or twice the time it
+    /// took) count as down.
+    async fn ask_for_manifest(&self, path: &str, nodes: &[NodeId], cut_stragglers: bool) -> ManifestRound {
+        bump(&self.ctx.counters.manifest_requests, nodes.len() as u64);
         let started = Instant::now();
         let mut answers: FuturesUnordered<_> =
             nodes.iter().map(|n| async move { (n, timed(&self.ctx, n, self.ctx.transport.get_manifest(n, path)).await) }).collect();
-        let mut best: Option<Arc<Manifest>> = None;
-        let mut failed = Vec::new();
+        let mut round = ManifestRound::default();
         let mut deadline: Option<tokio::time::Instant> = None;
         loop {
             let next = match deadline {
@@ -215,18 +237,18 @@ impl Client {
             };
             let Some((node, answer)) = next else { break };
             match answer {
-                Ok(Some(m)) if best.as_ref().is_none_or(|b| m.version_key() > b.version_key()) => best = Some(m),
-                Ok(_) => {}
+                Ok(Some(m)) => round.add(m),
+                Ok(None) => {}
                 Err(e) => {
                     tracing::debug!(path, %node, error = %e, "manifest lookup failed on one node");
-                    failed.push((node.clone(), e));
+                    round.failed.push((node.clone(), e));
                 }
             }
-            if cut_stragglers && deadline.is_none() && best.is_some() {
+            if cut_stragglers && deadline.is_none() && round.newest.is_some() {
                 deadline = Some(tokio::time::Instant::now() + STRAGGLER_GRACE.max(started.elapsed() * 2));
             }
         }
-        (best, failed)
+        round
     }
 
     pub async fn stat(&self, path: &str) -> Result<Option<ObjectSummary>> {
@@ -343,9 +365,50 @@ impl Client {
             peers_fetched_from: c.fetch_sources.lock().unwrap_or_else(|p| p.into_inner()).len() as u64,
             holders_moved_to_parity: g(&c.holders_moved_to_parity),
             speed_probes: g(&c.speed_probes),
+            manifest_lookups: g(&c.manifest_lookups),
+            manifest_requests: g(&c.manifest_requests),
+            manifest_lookups_by_path: g(&c.manifest_lookups_by_path),
             adaptive: self.ctx.adaptive.as_ref().map(|a| a.stats()).unwrap_or_default(),
             peers: self.ctx.peer_speeds.snapshot(),
         }
+    }
+}
+
+/// What one round of a manifest lookup found.
+#[derive(Default)]
+struct ManifestRound {
+    /// The newest manifest among the answers.
+    newest: Option<Arc<Manifest>>,
+    /// Answers holding the newest one's write (any revision of it).
+    copies: usize,
+    /// The nodes whose request failed, with why.
+    failed: Vec<(NodeId, Error)>,
+}
+
+impl ManifestRound {
+    fn add(&mut self, m: Arc<Manifest>) {
+        match self.newest.as_ref().map(|b| m.write_version().cmp(&b.write_version())) {
+            None | Some(std::cmp::Ordering::Greater) => (self.newest, self.copies) = (Some(m), 1),
+            Some(std::cmp::Ordering::Equal) => {
+                self.copies += 1;
+                if newer_than(&m, self.newest.as_deref()) {
+                    self.newest = Some(m);
+                }
+            }
+            Some(std::cmp::Ordering::Less) => {}
+        }
+    }
+}
+
+fn newer_than(m: &Manifest, than: Option<&Manifest>) -> bool {
+    than.is_none_or(|b| m.version_key() > b.version_key())
+}
+
+/// The newer of two lookup results.
+fn newer(a: Option<Arc<Manifest>>, b: Option<Arc<Manifest>>) -> Option<Arc<Manifest>> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if newer_than(&b, Some(&a)) { b } else { a }),
+        (a, b) => a.or(b),
     }
 }
 

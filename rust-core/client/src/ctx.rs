@@ -45,6 +45,11 @@ pub(crate) struct Counters {
     pub holders_moved_to_parity: AtomicU64,
     /// Speed probes answered (adaptive mode).
     pub speed_probes: AtomicU64,
+    /// Manifest lookups (opens, stats, creates), the requests they sent, and those
+    /// the first round settled ([`fragstate_core::lookup`]).
+    pub manifest_lookups: AtomicU64,
+    pub manifest_requests: AtomicU64,
+    pub manifest_lookups_by_path: AtomicU64,
     /// Nodes that served at least one cell to this client.
     pub fetch_sources: std::sync::Mutex<HashSet<NodeId>>,
 }

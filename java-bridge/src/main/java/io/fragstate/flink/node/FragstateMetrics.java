@@ -86,7 +86,10 @@ public final class FragstateMetrics {
                     Map.entry("adaptiveConfiguredRestoreMs", "/client/adaptive/configuredRestoreMs"),
                     Map.entry("adaptiveMeasuredNodes", "/client/adaptive/measuredNodes"),
                     Map.entry("adaptiveCodecBytesPerS", "/client/adaptive/codecBytesPerS"),
-                    Map.entry("speedProbes", "/client/speedProbes"));
+                    Map.entry("speedProbes", "/client/speedProbes"),
+                    Map.entry("manifestLookups", "/client/manifestLookups"),
+                    Map.entry("manifestRequests", "/client/manifestRequests"),
+                    Map.entry("manifestLookupsByPath", "/client/manifestLookupsByPath"));
 
     /** Groups that already carry the gauges (one set per TaskManager, weakly held). */
     private static final Set<MetricGroup> REGISTERED = Collections.newSetFromMap(new WeakHashMap<>());

@@ -1,0 +1,118 @@
+//! Manifest lookups by path (`fragstate_core::lookup`): in steady state a
+//! read asks only the `k + m` nodes placement ranks first for the path; when
+//! their answers cannot settle it, every other live node, and the newest
+//! write is still what a read returns.
+
+use fragstate_client::mesh::Mesh;
+use fragstate_client::transport::Transport;
+use fragstate_client::{Client, ClientStats};
+use fragstate_core::ids::NodeId;
+use fragstate_core::lookup::lookup_candidates;
+use fragstate_core::placement::PlacementPolicy;
+use fragstate_core::sample::noise as payload;
+
+mod common;
+use common::{client, params, read, rt, write};
+
+const NODES: usize = 16;
+
+/// (lookups, requests, lookups settled by the first round) since `before`.
+fn lookups_since(c: &Client, before: &ClientStats) -> (u64, u64, u64) {
+    let now = c.stats();
+    (
+        now.manifest_lookups - before.manifest_lookups,
+        now.manifest_requests - before.manifest_requests,
+        now.manifest_lookups_by_path - before.manifest_lookups_by_path,
+    )
+}
+
+fn first_asked(mesh: &Mesh, path: &str) -> Vec<NodeId> {
+    lookup_candidates(path.as_bytes(), &mesh.live_nodes(), 6, PlacementPolicy::default())
+}
+
+#[test]
+fn a_read_in_steady_state_asks_only_the_k_plus_m_nodes_placement_ranks_first() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(NODES, 1 << 30);
+        let c = client(&mesh, params(4, 2));
+        for i in 0..20 {
+            let path = format!("job/chk-1/state-{i}");
+            let data = payload(50_000, i);
+            let manifest = write(&c, &path, &data, 10_000).await;
+            let mut holders = manifest.holders.clone();
+            let mut asked = first_asked(&mesh, &path);
+            holders.sort();
+            asked.sort();
+            assert_eq!(asked, holders, "{path}: the nodes asked first are the holders");
+            let before = c.stats();
+            assert_eq!(read(&c, &path).await.unwrap(), data);
+            assert_eq!(lookups_since(&c, &before), (1, 6, 1), "{path}: one lookup, one round of k + m requests");
+        }
+    });
+}
+
+#[test]
+fn an_object_placed_while_the_first_ranked_nodes_were_down_is_found_by_asking_everyone() {
+    rt().block_on(async {
+        // 3 of the 6 first-ranked nodes down while writing: the object goes to
+        // the next ones, and after they come back the first round finds at most
+        // 3 copies among its 6 — too few to rule out a newer write elsewhere —
+        // then 4, 5 and 6 down: 2, 1 and no copies.
+        for down in 3..=6 {
+            let mesh = Mesh::in_memory(NODES, 1 << 30);
+            let c = client(&mesh, params(4, 2));
+            let path = format!("job/chk-2/state-{down}");
+            let first = first_asked(&mesh, &path);
+            for n in &first[..down] {
+                mesh.kill(n).unwrap();
+            }
+            let data = payload(30_000, down as u64);
+            let manifest = write(&c, &path, &data, 10_000).await;
+            for n in &first[..down] {
+                mesh.revive(n).unwrap();
+            }
+            let copies_first = manifest.holders.iter().filter(|h| first.contains(h)).count();
+            assert_eq!(copies_first, 6 - down, "the holders among the first-ranked");
+            let before = c.stats();
+            assert_eq!(read(&c, &path).await.unwrap(), data, "{down} down while writing");
+            let settled = u64::from(copies_first > 2);
+            let requests = if settled == 1 { 6 } else { NODES as u64 };
+            assert_eq!(lookups_since(&c, &before), (1, requests, settled), "{down} down while writing");
+        }
+    });
+}
+
+#[test]
+fn a_path_that_does_not_exist_is_missing_only_after_every_node_said_so() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(NODES, 1 << 30);
+        let c = client(&mesh, params(4, 2));
+        let before = c.stats();
+        assert!(c.stat("job/chk-3/never-written").await.unwrap().is_none());
+        assert_eq!(lookups_since(&c, &before), (1, NODES as u64, 0));
+    });
+}
+
+#[test]
+fn an_overwrite_is_read_after_its_old_holders_return() {
+    rt().block_on(async {
+        // The old write on the first-ranked nodes; two of them (m) down while
+        // the path is overwritten, so they keep the old write's copies. Back,
+        // they are asked first again: the newer write must still win.
+        let mesh = Mesh::in_memory(NODES, 1 << 30);
+        let c = client(&mesh, params(4, 2));
+        let path = "job/shared/_metadata";
+        let old = write(&c, path, &payload(20_000, 1), 5_000).await;
+        for n in &old.holders[..2] {
+            mesh.kill(n).unwrap();
+        }
+        let newer = payload(25_000, 2);
+        let mut w = c.create(path, true).await.unwrap();
+        w.write(&newer).await.unwrap();
+        w.close().await.unwrap();
+        for n in &old.holders[..2] {
+            mesh.revive(n).unwrap();
+        }
+        assert_eq!(read(&c, path).await.unwrap(), newer);
+    });
+}

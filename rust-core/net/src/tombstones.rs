@@ -1,6 +1,7 @@
-//! Tombstones in use: a delete run here is remembered (when it removed
-//! something) and travels to every peer in hellos; tombstones from peers are
-//! applied to the local store (deletes this node missed while it was away).
+//! Tombstones in use: a delete run here (of a path, a prefix, or the older
+//! writes of an overwritten path) is remembered (when it removed something)
+//! and travels to every peer in hellos; tombstones from peers are applied to
+//! the local store (deletes this node missed while it was away).
 //! The set and its bounds: `tombstone_set`; the file: `tombstone_log`.
 
 use std::sync::atomic::Ordering;
@@ -43,6 +44,12 @@ impl Inner {
         let t = match target {
             DeleteTarget::Path(p) => Tombstone { prefix: false, path: p.clone(), at_unix_ms: now },
             DeleteTarget::Prefix(p) => Tombstone { prefix: true, path: p.clone(), at_unix_ms: now },
+            // An overwrite's commit: a node away then must not keep the older
+            // writes, which a lookup by path could ask first (fragstate_core::lookup).
+            // Every older write was created before the newest, in the writer's clock.
+            DeleteTarget::OlderWrites { path, newest } => {
+                Tombstone { prefix: false, path: path.clone(), at_unix_ms: newest.created_unix_ms.saturating_sub(1) }
+            }
             _ => return Ok(stats),
         };
         lock(&self.tombstones).remember(&t, now);

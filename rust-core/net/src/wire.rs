@@ -339,7 +339,7 @@ pub struct Hello {
     pub role: Role,
     pub domain: String,
     pub free_bytes: u64,
-    /// Recent path and prefix deletes (newest first, bounded).
+    /// Recent path, prefix and overwrite deletes (newest first, bounded).
     pub tombstones: Vec<Tombstone>,
 }
 
@@ -350,8 +350,11 @@ pub struct Hello {
 /// handshake (its prologue) instead of a `pnet` cipher around it; nodes of
 /// older versions fail the handshake. 6: [`NodeStats`] has the node's own
 /// client's view (`client`: per-peer estimates, adaptive mode); `Probe` requests.
+/// 7: the client's view counts manifest lookups (`manifest_lookups`,
+/// `manifest_requests`, `manifest_lookups_by_path`); hellos carry tombstones
+/// of overwrites (the older writes of a path).
 /// Peers of another version are not members ([`decode_hello`]).
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 
 /// The largest speed probe a node answers ([`Kind::Probe`]).
 pub const MAX_PROBE_BYTES: u32 = 1 << 20;

@@ -52,8 +52,8 @@ def main():
          lambda r: r["balance"]["max_over_mean"], floor=lambda r: r["balance"]["uniform_max_over_mean"], target=1.15)
     plot(rows, out, "join-moves.png", "Fragments moved when one node joins", "moved / (total / (N+1))",
          lambda r: r["join"]["moved_over_ideal"], target=1.0)
-    plot(rows, out, "lookups.png", "Manifest lookups by path after churn, first round trip", "hit rate",
-         lambda r: r["churn"]["manifest_hit_rate"])
+    plot(rows, out, "lookups.png", "Manifest lookups by path after churn: settled in one round trip", "share of readable objects",
+         lambda r: r["churn"]["settled_rate"])
     print(f"plots written to {out}: balance.png, join-moves.png, lookups.png")
 
 

@@ -8,10 +8,13 @@
 //! - **data moved per join**: fragments whose holder changes when one node
 //!   joins, against the ideal `total / (N + 1)`;
 //! - **lookups after churn**: a reader that knows only the path and the
-//!   current membership view asks the `k + m` nodes the strategy names; the
-//!   manifest lookup ends in one round trip when one of the object's holders
-//!   (placed under the old view, none repaired yet) is among them (every
-//!   holder keeps the manifest), the fragments could come straight from them
+//!   current membership view asks the `k + m` nodes the strategy names (for
+//!   rendezvous the client's own [`fragstate_core::lookup::lookup_candidates`]);
+//!   the lookup is settled in one round trip when more than `m` of the
+//!   object's holders (placed under the old view, none repaired yet) are among
+//!   them ([`fragstate_core::lookup::first_round_settles`]; a client asks
+//!   every other node otherwise); a manifest hit when at least one is (every
+//!   holder keeps the manifest); the fragments could come straight from them
 //!   when `k` are.
 //!
 //! Strategies: [`Strategy::Rendezvous`](sim::Strategy::Rendezvous), today's weighted rendezvous over

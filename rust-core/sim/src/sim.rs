@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use fragstate_core::adaptive;
 use fragstate_core::ids::NodeId;
+use fragstate_core::lookup;
 use fragstate_core::params::{CodingParams, Compression};
 use fragstate_core::placement::{self, NodeInfo, PlacementPolicy};
 use serde::Serialize;
@@ -93,11 +94,12 @@ impl View {
         self.nodes.swap_remove(index).id
     }
 
-    /// The `k + m` nodes a reader asks for `key` in this view (it knows the path and the view only).
-    pub fn candidates(&self, strategy: Strategy, key: &[u8], km: (usize, usize)) -> Vec<NodeId> {
+    /// The `k + m` nodes a reader asks for `key` in this view (it knows the path and the view only):
+    /// for rendezvous what the client asks ([`lookup::lookup_candidates`]), whoever wrote.
+    pub fn candidates(&self, strategy: Strategy, key: &[u8], (k, m): (usize, usize)) -> Vec<NodeId> {
         match strategy {
-            Strategy::AdaptiveRendezvous => self.holders(Strategy::Rendezvous, key, km),
-            _ => self.holders(strategy, key, km),
+            Strategy::Rendezvous | Strategy::AdaptiveRendezvous => lookup::lookup_candidates(key, &self.nodes, k + m, PlacementPolicy::default()),
+            Strategy::XorNeighbours => self.holders(strategy, key, (k, m)),
         }
     }
 
@@ -220,8 +222,12 @@ pub struct ChurnLookups {
     /// (the fragments could be fetched from the nodes asked, without a manifest first).
     pub first_round_trip_hit_rate: f64,
     /// Of those, the share whose candidates include at least one live holder: every holder
-    /// keeps the object's manifest, which names all holders, so the lookup ends in one round trip.
+    /// keeps the object's manifest, which names all holders.
     pub manifest_hit_rate: f64,
+    /// Of those, the share whose candidates include more than `m` live holders: what a
+    /// client's lookup takes as settled in one round trip ([`lookup::first_round_settles`]);
+    /// the rest ask every other node.
+    pub settled_rate: f64,
 }
 
 /// Places `objects` in `view`, replaces `replaced` nodes (every `view.len() / replaced`-th
@@ -239,7 +245,7 @@ pub fn lookups_after_churn(view: &View, strategy: Strategy, objects: u64, km: (u
         gone.insert(after.remove(index));
         after.add(&format!("node-new-{r}"));
     }
-    let (mut readable, mut hits, mut manifest_hits) = (0u64, 0u64, 0u64);
+    let (mut readable, mut hits, mut manifest_hits, mut settled) = (0u64, 0u64, 0u64, 0u64);
     for i in 0..objects {
         let key = object_key(i);
         let live: Vec<NodeId> = written.holders(strategy, &key, km).into_iter().filter(|h| !gone.contains(h)).collect();
@@ -251,12 +257,15 @@ pub fn lookups_after_churn(view: &View, strategy: Strategy, objects: u64, km: (u
         let found = live.iter().filter(|h| asked.contains(*h)).count();
         hits += (found >= km.0) as u64;
         manifest_hits += (found >= 1) as u64;
+        settled += (found > km.1) as u64;
     }
+    let rate = |n: u64| if readable == 0 { 0.0 } else { n as f64 / readable as f64 };
     ChurnLookups {
         replaced_nodes: replaced,
         readable,
-        first_round_trip_hit_rate: if readable == 0 { 0.0 } else { hits as f64 / readable as f64 },
-        manifest_hit_rate: if readable == 0 { 0.0 } else { manifest_hits as f64 / readable as f64 },
+        first_round_trip_hit_rate: rate(hits),
+        manifest_hit_rate: rate(manifest_hits),
+        settled_rate: rate(settled),
     }
 }
 

@@ -8,6 +8,7 @@
 //! - [`codec`]: one stripe ⇄ `k + m` checksummed cells (Reed–Solomon).
 //! - [`placement`]: which live nodes hold an object's fragments.
 //! - [`lookup`]: which nodes a reader asks for an object's manifest, and when their answers suffice.
+//! - [`swim`]: membership without a full mesh (SWIM probes, suspicion, gossip) as a state machine.
 //! - [`restore_model`]: the predicted restore time of coding parameters over measured holders, and adaptive mode's choice of them.
 //! - [`adaptive`]: adaptive mode's phase decisions and which holders take data fragments.
 //! - [`delete`]: what a delete removes on a node.
@@ -59,6 +60,7 @@ pub mod params;
 pub mod placement;
 pub mod restore_model;
 pub mod sample;
+pub mod swim;
 pub mod version;
 
 pub use error::{Error, Result};

@@ -1,0 +1,614 @@
+//! Membership without a full mesh (issue 13): SWIM (Das, Gupta, Motivala,
+//! DSN 2002) as an I/O-free state machine, in the manner of `quinn-proto`:
+//! the caller feeds it time ([`Swim::tick`]) and received messages
+//! ([`Swim::handle`]) and drains what to send ([`Swim::poll_send`]) and what
+//! changed ([`Swim::poll_event`]). The same code runs in the simulator
+//! (`fragstate-sim --measure membership`) and, later, over libp2p.
+//!
+//! - **Probing.** Every `protocol_period` a node pings one member, in a
+//!   shuffled round-robin order (every member is probed once per round, so a
+//!   dead one is found within two rounds even when unlucky). No ack within
+//!   `probe_timeout`: `indirect_probes` other members are asked to ping it
+//!   (`PingReq`), which tells a dead node from a lossy link between two live
+//!   ones. No ack by the end of the period: the member is *suspect*.
+//! - **Suspicion.** A suspect is still a member. Every node that hears of the
+//!   suspicion starts its own timer of `suspicion_mult × max(1, log10 N)`
+//!   periods and declares the suspect *dead* when it expires, so a death
+//!   needs no further message. Only the suspect can refute, by announcing
+//!   itself alive with a higher incarnation number (a restarted node starts
+//!   from the caller's clock, so it is newer than what it was).
+//! - **Dissemination.** Every message carries up to `max_piggyback` updates,
+//!   least-sent first; each update is sent `retransmit_mult × ⌈log10(N+1)⌉`
+//!   times, and while updates are pending a node also gossips them to
+//!   `gossip_fanout` random members per period: epidemic spread in O(log N)
+//!   periods. An idle node sends one ping and one ack per period: membership
+//!   traffic per node does not grow with N.
+//! - **Anti-entropy.** A joining node asks its seeds for their full member
+//!   lists (`Sync`); every `sync_interval × max(1, N / 128)` a node swaps full
+//!   lists with one random member, which heals what gossip missed (the
+//!   interval grows with N so that the bytes per node and second do not).
+//!
+//! Precedence of updates about one member (higher incarnation wins; at equal
+//! incarnation Dead > Suspect > Alive) is SWIM's. Dead members are kept for
+//! `dead_retention` so that late rumours of them do not bring them back.
+//! Not built: Lifeguard's local health awareness and suspicion timeouts that
+//! shrink with independent confirmations.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::NodeId;
+
+/// Milliseconds on the caller's monotonic clock.
+pub type Millis = u64;
+
+/// Timings and fan-outs of the protocol (module docs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SwimConfig {
+    /// One probe per period.
+    pub protocol_period: Millis,
+    /// Wait for a direct ack before asking others to probe.
+    pub probe_timeout: Millis,
+    /// Members asked to probe a target that did not answer directly.
+    pub indirect_probes: usize,
+    /// Suspicion lasts this many periods × max(1, log10 N).
+    pub suspicion_mult: u32,
+    /// Each update is sent this many times × ⌈log10(N + 1)⌉.
+    pub retransmit_mult: u32,
+    /// Members an update is gossiped to per period while updates are pending.
+    pub gossip_fanout: usize,
+    /// Updates carried by one message at most.
+    pub max_piggyback: usize,
+    /// Full-list exchange with a random member, every this × max(1, N / 128).
+    pub sync_interval: Millis,
+    /// Dead members are forgotten after this.
+    pub dead_retention: Millis,
+}
+
+impl Default for SwimConfig {
+    /// Sized so that a `kill -9`'d node is dead at 99 % of a 1,000-node
+    /// cluster within 5 s (NETWORK.md, "Membership without a full mesh").
+    fn default() -> Self {
+        SwimConfig {
+            protocol_period: 200,
+            probe_timeout: 80,
+            indirect_probes: 3,
+            suspicion_mult: 3,
+            retransmit_mult: 4,
+            gossip_fanout: 3,
+            max_piggyback: 16,
+            sync_interval: 30_000,
+            dead_retention: 60_000,
+        }
+    }
+}
+
+/// What a node believes of a member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Liveness {
+    /// Answers probes.
+    Alive,
+    /// Did not answer a probe; dead unless it refutes in time.
+    Suspect,
+    /// Declared dead (or left).
+    Dead,
+}
+
+/// One piece of membership news: `node` at `incarnation` is `liveness`,
+/// described by `meta` (its addresses, role, failure domain, capacity).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Update<M> {
+    /// Whom it is about.
+    pub node: NodeId,
+    /// Only the node itself raises it.
+    pub incarnation: u64,
+    /// Its state.
+    pub liveness: Liveness,
+    /// What the node says about itself.
+    pub meta: M,
+}
+
+/// The protocol's messages. `seq` pairs a ping with its ack; `updates` are
+/// the piggybacked news.
+#[allow(missing_docs)] // the fields are named in the variant docs
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Message<M> {
+    /// Are you alive? (answer: `Ack` with the same `seq`)
+    Ping { seq: u64, updates: Vec<Update<M>> },
+    /// Yes.
+    Ack { seq: u64, updates: Vec<Update<M>> },
+    /// Ping `target` for me and send me its ack under `seq`.
+    PingReq { seq: u64, target: NodeId, updates: Vec<Update<M>> },
+    /// News only.
+    Gossip { updates: Vec<Update<M>> },
+    /// The sender's full member list (`members`, itself included); `reply`: send yours back.
+    Sync { members: Vec<Update<M>>, reply: bool },
+}
+
+/// A change the caller acts on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event<M> {
+    /// `node` is a live member now, described by `meta` (joined, refuted a
+    /// suspicion, came back, or changed its meta).
+    #[allow(missing_docs)]
+    Up { node: NodeId, meta: M },
+    /// `node` did not answer a probe; still a member.
+    Suspect(NodeId),
+    /// `node` is dead or left.
+    Down(NodeId),
+}
+
+/// A member as this node sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member<M> {
+    /// The newest incarnation heard of.
+    pub incarnation: u64,
+    /// Its state at that incarnation.
+    pub liveness: Liveness,
+    /// What it says about itself.
+    pub meta: M,
+    /// When it entered `liveness` (this node's clock).
+    pub since: Millis,
+}
+
+/// Counters of what this node did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SwimStats {
+    /// Messages handed to the caller to send.
+    pub messages_sent: u64,
+    /// Updates piggybacked or gossiped in them.
+    pub updates_sent: u64,
+    /// Probes started.
+    pub probes: u64,
+    /// Probes that needed other members' help.
+    pub indirect_probes: u64,
+    /// Members this node declared suspect.
+    pub suspicions_raised: u64,
+    /// Suspicions of this node it refuted.
+    pub refutations: u64,
+}
+
+struct Probe {
+    target: NodeId,
+    seq: u64,
+    started: Millis,
+    acked: bool,
+    indirect_sent: bool,
+}
+
+/// A ping sent for another member's `PingReq`.
+struct Relay {
+    requester: NodeId,
+    their_seq: u64,
+    expires: Millis,
+}
+
+/// One node's membership protocol (module docs).
+pub struct Swim<M> {
+    me: NodeId,
+    meta: M,
+    incarnation: u64,
+    cfg: SwimConfig,
+    members: HashMap<NodeId, Member<M>>,
+    suspects: HashSet<NodeId>,
+    /// Alive and suspect members, rebuilt when membership changed.
+    reachable: Vec<NodeId>,
+    reachable_dirty: bool,
+    probe_order: Vec<NodeId>,
+    probe: Option<Probe>,
+    next_period: Millis,
+    next_sync: Millis,
+    relays: HashMap<u64, Relay>,
+    /// Pending news by node (the newest only) and how often each was sent.
+    broadcasts: HashMap<NodeId, (Update<M>, u32)>,
+    seq: u64,
+    rng: u64,
+    out: VecDeque<(NodeId, Message<M>)>,
+    events: VecDeque<Event<M>>,
+    stats: SwimStats,
+}
+
+impl<M: Clone + PartialEq> Swim<M> {
+    /// Node `me` described by `meta`, starting at `incarnation` (the caller's
+    /// wall clock in ms, so that a restarted node is newer than its former
+    /// self), with `seed` for its random choices.
+    pub fn new(me: NodeId, meta: M, incarnation: u64, cfg: SwimConfig, now: Millis, seed: u64) -> Self {
+        Swim {
+            me,
+            meta,
+            incarnation,
+            next_period: now,
+            next_sync: now + cfg.sync_interval,
+            cfg,
+            members: HashMap::new(),
+            suspects: HashSet::new(),
+            reachable: Vec::new(),
+            reachable_dirty: false,
+            probe_order: Vec::new(),
+            probe: None,
+            relays: HashMap::new(),
+            broadcasts: HashMap::new(),
+            seq: 0,
+            rng: seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: SwimStats::default(),
+        }
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> &NodeId {
+        &self.me
+    }
+
+    /// Ask `seeds` for their member lists (and so announce this node).
+    pub fn join(&mut self, seeds: &[NodeId]) {
+        let me = self.me.clone();
+        for s in seeds.iter().filter(|s| **s != me) {
+            let members = self.full_list();
+            self.send(s.clone(), Message::Sync { members, reply: true });
+        }
+    }
+
+    /// Announce a new `meta` (free capacity changed, new address).
+    pub fn set_meta(&mut self, meta: M) {
+        self.meta = meta;
+        self.incarnation += 1;
+        let me = self.my_update(Liveness::Alive);
+        self.enqueue(me);
+    }
+
+    /// Leave on purpose: tell `gossip_fanout` members (and they the rest)
+    /// that this node is gone. The caller sends what [`Swim::poll_send`]
+    /// gives, then stops.
+    pub fn leave(&mut self) {
+        let bye = self.my_update(Liveness::Dead);
+        for to in self.random_reachable(self.cfg.gossip_fanout.max(1), None) {
+            self.send(to, Message::Gossip { updates: vec![bye.clone()] });
+        }
+    }
+
+    /// The members known, dead ones until they are forgotten.
+    pub fn members(&self) -> impl Iterator<Item = (&NodeId, &Member<M>)> {
+        self.members.iter()
+    }
+
+    /// Alive and suspect members (not this node).
+    pub fn live_count(&self) -> usize {
+        self.members.values().filter(|m| m.liveness != Liveness::Dead).count()
+    }
+
+    /// What this node did so far.
+    pub fn stats(&self) -> &SwimStats {
+        &self.stats
+    }
+
+    /// The next message to send, if any.
+    pub fn poll_send(&mut self) -> Option<(NodeId, Message<M>)> {
+        self.out.pop_front()
+    }
+
+    /// The next membership change, if any.
+    pub fn poll_event(&mut self) -> Option<Event<M>> {
+        self.events.pop_front()
+    }
+
+    /// When [`Swim::tick`] has something to do next.
+    pub fn next_timeout(&self) -> Millis {
+        let mut t = self.next_period.min(self.next_sync);
+        if let Some(p) = self.probe.as_ref().filter(|p| !p.acked && !p.indirect_sent) {
+            t = t.min(p.started + self.cfg.probe_timeout);
+        }
+        let timeout = self.suspicion_timeout();
+        for s in &self.suspects {
+            if let Some(m) = self.members.get(s) {
+                t = t.min(m.since + timeout);
+            }
+        }
+        t
+    }
+
+    /// Run the timers due at `now`.
+    pub fn tick(&mut self, now: Millis) {
+        let due = self.probe.as_ref().is_some_and(|p| !p.acked && !p.indirect_sent && now >= p.started + self.cfg.probe_timeout);
+        if due {
+            self.probe_indirectly();
+        }
+        if now >= self.next_period {
+            if let Some(p) = self.probe.take().filter(|p| !p.acked) {
+                self.suspect(&p.target, now);
+            }
+            self.next_period = now + self.cfg.protocol_period;
+            self.start_probe(now);
+            self.gossip();
+        }
+        self.expire_suspicions(now);
+        let retention = self.cfg.dead_retention;
+        let before = self.members.len();
+        self.members.retain(|_, m| m.liveness != Liveness::Dead || now < m.since + retention);
+        if self.members.len() != before {
+            self.reachable_dirty = true;
+        }
+        self.relays.retain(|_, r| r.expires > now);
+        if now >= self.next_sync {
+            let n = self.members.len() as u64 + 1;
+            self.next_sync = now + self.cfg.sync_interval * (n / 128).max(1);
+            if let Some(to) = self.random_reachable(1, None).pop() {
+                let members = self.full_list();
+                self.send(to, Message::Sync { members, reply: true });
+            }
+        }
+    }
+
+    /// A message from `from`.
+    pub fn handle(&mut self, now: Millis, from: NodeId, msg: Message<M>) {
+        match msg {
+            Message::Ping { seq, updates } => {
+                self.apply_all(updates, now);
+                let updates = self.piggyback();
+                self.send(from, Message::Ack { seq, updates });
+            }
+            Message::Ack { seq, updates } => {
+                self.apply_all(updates, now);
+                if let Some(p) = self.probe.as_mut().filter(|p| p.seq == seq) {
+                    p.acked = true;
+                } else if let Some(r) = self.relays.remove(&seq) {
+                    let updates = self.piggyback();
+                    self.send(r.requester, Message::Ack { seq: r.their_seq, updates });
+                }
+            }
+            Message::PingReq { seq, target, updates } => {
+                self.apply_all(updates, now);
+                let mine = self.next_seq();
+                self.relays.insert(mine, Relay { requester: from, their_seq: seq, expires: now + self.cfg.protocol_period });
+                let updates = self.piggyback();
+                self.send(target, Message::Ping { seq: mine, updates });
+            }
+            Message::Gossip { updates } => self.apply_all(updates, now),
+            Message::Sync { members, reply } => {
+                self.apply_all(members, now);
+                if reply {
+                    let members = self.full_list();
+                    self.send(from, Message::Sync { members, reply: false });
+                }
+            }
+        }
+    }
+
+    fn apply_all(&mut self, updates: Vec<Update<M>>, now: Millis) {
+        for u in updates {
+            self.apply(u, now);
+        }
+    }
+
+    /// Take `u` if it is news (precedence in the module docs); pass news on.
+    fn apply(&mut self, u: Update<M>, now: Millis) {
+        if u.node == self.me {
+            if u.liveness != Liveness::Alive && u.incarnation >= self.incarnation {
+                self.incarnation = u.incarnation + 1;
+                self.stats.refutations += 1;
+                let me = self.my_update(Liveness::Alive);
+                self.enqueue(me);
+            }
+            return;
+        }
+        let old = self.members.get(&u.node);
+        let news = match old {
+            None => u.liveness != Liveness::Dead,
+            Some(m) => u.incarnation > m.incarnation || (u.incarnation == m.incarnation && rank(u.liveness) > rank(m.liveness)),
+        };
+        if !news {
+            return;
+        }
+        let was = old.map(|m| m.liveness);
+        let since = match old {
+            Some(m) if m.liveness == u.liveness => m.since,
+            _ => now,
+        };
+        if was != Some(u.liveness) {
+            self.reachable_dirty = true;
+        }
+        match u.liveness {
+            Liveness::Alive => {
+                self.suspects.remove(&u.node);
+                if was.is_none() {
+                    let at = self.rand(self.probe_order.len() + 1);
+                    self.probe_order.insert(at, u.node.clone());
+                }
+                self.events.push_back(Event::Up { node: u.node.clone(), meta: u.meta.clone() });
+            }
+            Liveness::Suspect => {
+                self.suspects.insert(u.node.clone());
+                if was != Some(Liveness::Suspect) {
+                    self.events.push_back(Event::Suspect(u.node.clone()));
+                }
+            }
+            Liveness::Dead => {
+                self.suspects.remove(&u.node);
+                self.events.push_back(Event::Down(u.node.clone()));
+            }
+        }
+        self.members.insert(u.node.clone(), Member { incarnation: u.incarnation, liveness: u.liveness, meta: u.meta.clone(), since });
+        self.enqueue(u);
+    }
+
+    fn suspect(&mut self, node: &NodeId, now: Millis) {
+        let Some(m) = self.members.get(node).filter(|m| m.liveness == Liveness::Alive) else { return };
+        let u = Update { node: node.clone(), incarnation: m.incarnation, liveness: Liveness::Suspect, meta: m.meta.clone() };
+        self.stats.suspicions_raised += 1;
+        self.apply(u, now);
+    }
+
+    fn expire_suspicions(&mut self, now: Millis) {
+        let timeout = self.suspicion_timeout();
+        let expired: Vec<Update<M>> = self
+            .suspects
+            .iter()
+            .filter_map(|s| self.members.get(s).map(|m| (s, m)))
+            .filter(|(_, m)| now >= m.since + timeout)
+            .map(|(s, m)| Update { node: s.clone(), incarnation: m.incarnation, liveness: Liveness::Dead, meta: m.meta.clone() })
+            .collect();
+        for u in expired {
+            self.apply(u, now);
+        }
+    }
+
+    fn start_probe(&mut self, now: Millis) {
+        let target = loop {
+            let Some(t) = self.probe_order.pop() else {
+                self.refill_probe_order();
+                match self.probe_order.pop() {
+                    Some(t) => break t,
+                    None => return,
+                }
+            };
+            if self.members.get(&t).is_some_and(|m| m.liveness != Liveness::Dead) {
+                break t;
+            }
+        };
+        let seq = self.next_seq();
+        self.stats.probes += 1;
+        self.probe = Some(Probe { target: target.clone(), seq, started: now, acked: false, indirect_sent: false });
+        let updates = self.piggyback();
+        self.send(target, Message::Ping { seq, updates });
+    }
+
+    fn refill_probe_order(&mut self) {
+        self.probe_order = self.reachable().to_vec();
+        for i in (1..self.probe_order.len()).rev() {
+            let j = self.rand(i + 1);
+            self.probe_order.swap(i, j);
+        }
+    }
+
+    fn probe_indirectly(&mut self) {
+        let Some(p) = self.probe.as_mut() else { return };
+        p.indirect_sent = true;
+        let (target, seq) = (p.target.clone(), p.seq);
+        let helpers = self.random_reachable(self.cfg.indirect_probes, Some(&target));
+        if !helpers.is_empty() {
+            self.stats.indirect_probes += 1;
+        }
+        for h in helpers {
+            let updates = self.piggyback();
+            self.send(h, Message::PingReq { seq, target: target.clone(), updates });
+        }
+    }
+
+    fn gossip(&mut self) {
+        if self.broadcasts.is_empty() {
+            return;
+        }
+        for to in self.random_reachable(self.cfg.gossip_fanout, None) {
+            let updates = self.piggyback();
+            if updates.is_empty() {
+                break;
+            }
+            self.send(to, Message::Gossip { updates });
+        }
+    }
+
+    /// Up to `max_piggyback` pending updates, least-sent first; each counts
+    /// as sent once more and is dropped at its retransmit limit.
+    fn piggyback(&mut self) -> Vec<Update<M>> {
+        if self.broadcasts.is_empty() {
+            return Vec::new();
+        }
+        let limit = self.retransmit_limit();
+        let mut pending: Vec<(u32, NodeId)> = self.broadcasts.iter().map(|(n, (_, sent))| (*sent, n.clone())).collect();
+        pending.sort_unstable();
+        pending.truncate(self.cfg.max_piggyback);
+        let mut out = Vec::with_capacity(pending.len());
+        for (_, node) in pending {
+            if let Some((u, sent)) = self.broadcasts.get_mut(&node) {
+                out.push(u.clone());
+                *sent += 1;
+                if *sent >= limit {
+                    self.broadcasts.remove(&node);
+                }
+            }
+        }
+        self.stats.updates_sent += out.len() as u64;
+        out
+    }
+
+    fn enqueue(&mut self, u: Update<M>) {
+        self.broadcasts.insert(u.node.clone(), (u, 0));
+    }
+
+    fn send(&mut self, to: NodeId, msg: Message<M>) {
+        self.stats.messages_sent += 1;
+        self.out.push_back((to, msg));
+    }
+
+    fn my_update(&self, liveness: Liveness) -> Update<M> {
+        Update { node: self.me.clone(), incarnation: self.incarnation, liveness, meta: self.meta.clone() }
+    }
+
+    fn full_list(&self) -> Vec<Update<M>> {
+        let mut v = vec![self.my_update(Liveness::Alive)];
+        v.extend(self.members.iter().map(|(n, m)| Update { node: n.clone(), incarnation: m.incarnation, liveness: m.liveness, meta: m.meta.clone() }));
+        v
+    }
+
+    fn reachable(&mut self) -> &[NodeId] {
+        if self.reachable_dirty {
+            self.reachable = self.members.iter().filter(|(_, m)| m.liveness != Liveness::Dead).map(|(n, _)| n.clone()).collect();
+            self.reachable.sort_unstable();
+            self.reachable_dirty = false;
+        }
+        &self.reachable
+    }
+
+    /// Up to `count` distinct random reachable members, never `except`.
+    fn random_reachable(&mut self, count: usize, except: Option<&NodeId>) -> Vec<NodeId> {
+        let pool: Vec<NodeId> = self.reachable().iter().filter(|n| Some(*n) != except).cloned().collect();
+        if pool.len() <= count {
+            return pool;
+        }
+        let mut picked: Vec<NodeId> = Vec::with_capacity(count);
+        while picked.len() < count {
+            let c = &pool[self.rand(pool.len())];
+            if !picked.contains(c) {
+                picked.push(c.clone());
+            }
+        }
+        picked
+    }
+
+    fn suspicion_timeout(&self) -> Millis {
+        let n = (self.members.len() + 1) as f64;
+        (self.cfg.suspicion_mult as f64 * n.log10().max(1.0) * self.cfg.protocol_period as f64) as Millis
+    }
+
+    fn retransmit_limit(&self) -> u32 {
+        let n = (self.members.len() + 2) as f64;
+        self.cfg.retransmit_mult * (n.log10().ceil() as u32).max(1)
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// Uniform in `0..n` (xorshift64*; n > 0).
+    fn rand(&mut self, n: usize) -> usize {
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        (self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1) as u64) as usize
+    }
+}
+
+/// At equal incarnation: Dead beats Suspect beats Alive.
+fn rank(l: Liveness) -> u8 {
+    match l {
+        Liveness::Alive => 0,
+        Liveness::Suspect => 1,
+        Liveness::Dead => 2,
+    }
+}
+
+#[cfg(test)]
+mod tests;

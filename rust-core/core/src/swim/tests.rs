@@ -1,0 +1,206 @@
+use super::*;
+
+/// Nodes in one process, every message delivered 1 ms after it was sent
+/// unless its link is cut or an end is dead; time advances 1 ms per step.
+struct Net {
+    nodes: Vec<Swim<u32>>,
+    dead: HashSet<usize>,
+    cut: HashSet<(usize, usize)>,
+    in_flight: Vec<(Millis, usize, usize, Message<u32>)>,
+    now: Millis,
+    events: Vec<(Millis, usize, Event<u32>)>,
+}
+
+fn id(i: usize) -> NodeId {
+    NodeId::from(format!("n{i}"))
+}
+
+impl Net {
+    /// `n` nodes; node `i` joins through node 0 at `i` ms.
+    fn joined(n: usize) -> Net {
+        let mut net = Net { nodes: Vec::new(), dead: HashSet::new(), cut: HashSet::new(), in_flight: Vec::new(), now: 0, events: Vec::new() };
+        for i in 0..n {
+            net.start(i, 1);
+            net.run(1);
+        }
+        net
+    }
+
+    fn start(&mut self, i: usize, incarnation: u64) {
+        let mut s = Swim::new(id(i), i as u32, incarnation, SwimConfig::default(), self.now, 7 + i as u64);
+        s.join(&[id(0)]);
+        if i < self.nodes.len() {
+            self.nodes[i] = s;
+            self.dead.remove(&i);
+        } else {
+            self.nodes.push(s);
+        }
+    }
+
+    fn index(n: &NodeId) -> usize {
+        n.as_str()[1..].parse().unwrap()
+    }
+
+    fn run(&mut self, ms: Millis) {
+        for _ in 0..ms {
+            self.now += 1;
+            let now = self.now;
+            let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.in_flight).into_iter().partition(|m| m.0 <= now);
+            self.in_flight = later;
+            for (_, from, to, msg) in due {
+                if !self.dead.contains(&to) {
+                    self.nodes[to].handle(now, id(from), msg);
+                }
+            }
+            for i in 0..self.nodes.len() {
+                if self.dead.contains(&i) {
+                    continue;
+                }
+                if self.nodes[i].next_timeout() <= now {
+                    self.nodes[i].tick(now);
+                }
+                while let Some((to, msg)) = self.nodes[i].poll_send() {
+                    let to = Self::index(&to);
+                    if !self.cut.contains(&(i.min(to), i.max(to))) {
+                        self.in_flight.push((now + 1, i, to, msg));
+                    }
+                }
+                while let Some(e) = self.nodes[i].poll_event() {
+                    self.events.push((now, i, e));
+                }
+            }
+        }
+    }
+
+    fn liveness(&self, at: usize, of: usize) -> Option<Liveness> {
+        self.nodes[at].members.get(&id(of)).map(|m| m.liveness)
+    }
+
+    fn downs_of(&self, of: usize) -> Vec<usize> {
+        self.events.iter().filter(|(_, _, e)| *e == Event::Down(id(of))).map(|(_, at, _)| *at).collect()
+    }
+}
+
+#[test]
+fn nodes_joining_through_one_seed_learn_of_each_other() {
+    let mut net = Net::joined(12);
+    net.run(2_000);
+    for i in 0..12 {
+        assert_eq!(net.nodes[i].live_count(), 11, "node {i} sees {} members", net.nodes[i].live_count());
+        for j in (0..12).filter(|j| *j != i) {
+            assert_eq!(net.nodes[i].members.get(&id(j)).map(|m| m.meta), Some(j as u32));
+        }
+    }
+    assert!(net.events.iter().all(|(_, _, e)| matches!(e, Event::Up { .. })), "no suspicion in a healthy cluster");
+}
+
+#[test]
+fn a_killed_node_is_declared_dead_everywhere_within_the_bound() {
+    let mut net = Net::joined(20);
+    net.run(2_000);
+    net.dead.insert(5);
+    let killed_at = net.now;
+    // Found within two probe rounds of the 19 others in the worst case, then the
+    // suspicion (3 × log10 20 periods) and a few periods of spread.
+    let cfg = SwimConfig::default();
+    let bound = 2 * cfg.protocol_period + (3.0 * 20f64.log10() * cfg.protocol_period as f64) as Millis + 10 * cfg.protocol_period;
+    net.run(bound);
+    let mut downs = net.downs_of(5);
+    downs.sort_unstable();
+    assert_eq!(downs, (0..20).filter(|i| *i != 5).collect::<Vec<_>>(), "every other node saw node 5 go down once");
+    for i in (0..20).filter(|i| *i != 5) {
+        assert_eq!(net.liveness(i, 5), Some(Liveness::Dead));
+    }
+    let first = net.events.iter().find(|(_, _, e)| *e == Event::Suspect(id(5))).map(|(t, _, _)| *t).unwrap();
+    assert!(first > killed_at);
+    assert!(net.downs_of(3).is_empty() && net.nodes[0].stats().refutations == 0, "no live node was suspected");
+}
+
+#[test]
+fn a_cut_link_between_two_live_nodes_is_bridged_by_indirect_probes() {
+    let mut net = Net::joined(8);
+    net.run(1_000);
+    net.cut.insert((2, 6));
+    net.run(10_000);
+    assert!(net.downs_of(2).is_empty() && net.downs_of(6).is_empty());
+    assert!(net.nodes[2].stats().indirect_probes > 0 && net.nodes[6].stats().indirect_probes > 0);
+    assert_eq!(net.nodes[2].live_count(), 7);
+}
+
+#[test]
+fn a_node_that_was_declared_dead_comes_back_with_a_newer_incarnation() {
+    let mut net = Net::joined(10);
+    net.run(1_000);
+    net.dead.insert(4);
+    net.run(5_000);
+    assert_eq!(net.liveness(0, 4), Some(Liveness::Dead));
+    net.events.clear();
+    net.start(4, net.now); // a restart: the clock as incarnation
+    net.run(3_000);
+    for i in (0..10).filter(|i| *i != 4) {
+        assert_eq!(net.liveness(i, 4), Some(Liveness::Alive), "node {i}");
+    }
+    assert_eq!(net.nodes[4].live_count(), 9);
+}
+
+#[test]
+fn a_node_refutes_a_suspicion_of_itself_with_a_higher_incarnation() {
+    let mut s = Swim::new(id(0), 0u32, 10, SwimConfig::default(), 0, 1);
+    let rumour = Update { node: id(0), incarnation: 10, liveness: Liveness::Suspect, meta: 0 };
+    s.handle(1, id(1), Message::Gossip { updates: vec![rumour] });
+    assert_eq!(s.stats().refutations, 1);
+    let mine = s.piggyback();
+    assert_eq!(mine, vec![Update { node: id(0), incarnation: 11, liveness: Liveness::Alive, meta: 0 }]);
+    // an older rumour needs no answer
+    let old = Update { node: id(0), incarnation: 9, liveness: Liveness::Dead, meta: 0 };
+    s.handle(2, id(1), Message::Gossip { updates: vec![old] });
+    assert_eq!(s.stats().refutations, 1);
+}
+
+#[test]
+fn updates_follow_incarnation_then_dead_over_suspect_over_alive() {
+    let mut s = Swim::new(id(0), 0u32, 1, SwimConfig::default(), 0, 1);
+    let u = |inc, liveness, meta| Update { node: id(1), incarnation: inc, liveness, meta };
+    let feed = |s: &mut Swim<u32>, x| s.handle(1, id(2), Message::Gossip { updates: vec![x] });
+    feed(&mut s, u(5, Liveness::Dead, 1));
+    assert!(s.members.get(&id(1)).is_none(), "a death of an unknown node is old news");
+    feed(&mut s, u(5, Liveness::Alive, 1));
+    feed(&mut s, u(5, Liveness::Suspect, 1));
+    assert_eq!(s.members[&id(1)].liveness, Liveness::Suspect);
+    feed(&mut s, u(5, Liveness::Alive, 2));
+    assert_eq!(s.members[&id(1)].liveness, Liveness::Suspect, "refuting needs a higher incarnation");
+    feed(&mut s, u(6, Liveness::Alive, 3));
+    assert_eq!((s.members[&id(1)].liveness, s.members[&id(1)].meta), (Liveness::Alive, 3));
+    feed(&mut s, u(6, Liveness::Dead, 3));
+    feed(&mut s, u(6, Liveness::Alive, 4));
+    assert_eq!(s.members[&id(1)].liveness, Liveness::Dead);
+    let events: Vec<_> = std::iter::from_fn(|| s.poll_event()).collect();
+    assert_eq!(
+        events,
+        vec![Event::Up { node: id(1), meta: 1 }, Event::Suspect(id(1)), Event::Up { node: id(1), meta: 3 }, Event::Down(id(1))]
+    );
+}
+
+#[test]
+fn a_leaving_node_is_down_everywhere_without_a_suspicion() {
+    let mut net = Net::joined(10);
+    net.run(1_000);
+    net.nodes[3].leave();
+    net.run(1); // hand its goodbyes to the network
+    net.dead.insert(3);
+    net.run(1_000);
+    assert_eq!(net.downs_of(3).len(), 9);
+    assert!(!net.events.iter().any(|(_, _, e)| *e == Event::Suspect(id(3))));
+}
+
+#[test]
+fn an_idle_cluster_sends_a_ping_and_an_ack_per_node_and_period() {
+    let mut net = Net::joined(30);
+    net.run(20_000);
+    let before: u64 = net.nodes.iter().map(|n| n.stats().messages_sent).sum();
+    net.run(10_000);
+    let after: u64 = net.nodes.iter().map(|n| n.stats().messages_sent).sum();
+    let periods = 10_000 / SwimConfig::default().protocol_period;
+    let per_node_and_period = (after - before) as f64 / (30 * periods) as f64;
+    assert!((1.9..=2.1).contains(&per_node_and_period), "{per_node_and_period} messages per node and period");
+}

@@ -34,11 +34,14 @@
 //! Not built: Lifeguard's local health awareness and suspicion timeouts that
 //! shrink with independent confirmations.
 
+mod broadcasts;
+mod messages;
+
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use serde::{Deserialize, Serialize};
-
 use crate::ids::NodeId;
+use broadcasts::Broadcasts;
+pub use messages::{Event, Liveness, Member, Message, SwimStats, Update};
 
 /// Milliseconds on the caller's monotonic clock.
 pub type Millis = u64;
@@ -75,98 +78,13 @@ impl Default for SwimConfig {
             probe_timeout: 80,
             indirect_probes: 3,
             suspicion_mult: 3,
-            retransmit_mult: 4,
+            retransmit_mult: 6,
             gossip_fanout: 3,
-            max_piggyback: 16,
+            max_piggyback: 32,
             sync_interval: 30_000,
             dead_retention: 60_000,
         }
     }
-}
-
-/// What a node believes of a member.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Liveness {
-    /// Answers probes.
-    Alive,
-    /// Did not answer a probe; dead unless it refutes in time.
-    Suspect,
-    /// Declared dead (or left).
-    Dead,
-}
-
-/// One piece of membership news: `node` at `incarnation` is `liveness`,
-/// described by `meta` (its addresses, role, failure domain, capacity).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Update<M> {
-    /// Whom it is about.
-    pub node: NodeId,
-    /// Only the node itself raises it.
-    pub incarnation: u64,
-    /// Its state.
-    pub liveness: Liveness,
-    /// What the node says about itself.
-    pub meta: M,
-}
-
-/// The protocol's messages. `seq` pairs a ping with its ack; `updates` are
-/// the piggybacked news.
-#[allow(missing_docs)] // the fields are named in the variant docs
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Message<M> {
-    /// Are you alive? (answer: `Ack` with the same `seq`)
-    Ping { seq: u64, updates: Vec<Update<M>> },
-    /// Yes.
-    Ack { seq: u64, updates: Vec<Update<M>> },
-    /// Ping `target` for me and send me its ack under `seq`.
-    PingReq { seq: u64, target: NodeId, updates: Vec<Update<M>> },
-    /// News only.
-    Gossip { updates: Vec<Update<M>> },
-    /// The sender's full member list (`members`, itself included); `reply`: send yours back.
-    Sync { members: Vec<Update<M>>, reply: bool },
-}
-
-/// A change the caller acts on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Event<M> {
-    /// `node` is a live member now, described by `meta` (joined, refuted a
-    /// suspicion, came back, or changed its meta).
-    #[allow(missing_docs)]
-    Up { node: NodeId, meta: M },
-    /// `node` did not answer a probe; still a member.
-    Suspect(NodeId),
-    /// `node` is dead or left.
-    Down(NodeId),
-}
-
-/// A member as this node sees it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Member<M> {
-    /// The newest incarnation heard of.
-    pub incarnation: u64,
-    /// Its state at that incarnation.
-    pub liveness: Liveness,
-    /// What it says about itself.
-    pub meta: M,
-    /// When it entered `liveness` (this node's clock).
-    pub since: Millis,
-}
-
-/// Counters of what this node did.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct SwimStats {
-    /// Messages handed to the caller to send.
-    pub messages_sent: u64,
-    /// Updates piggybacked or gossiped in them.
-    pub updates_sent: u64,
-    /// Probes started.
-    pub probes: u64,
-    /// Probes that needed other members' help.
-    pub indirect_probes: u64,
-    /// Members this node declared suspect.
-    pub suspicions_raised: u64,
-    /// Suspicions of this node it refuted.
-    pub refutations: u64,
 }
 
 struct Probe {
@@ -198,10 +116,9 @@ pub struct Swim<M> {
     probe_order: Vec<NodeId>,
     probe: Option<Probe>,
     next_period: Millis,
-    next_sync: Millis,
+    last_sync: Millis,
     relays: HashMap<u64, Relay>,
-    /// Pending news by node (the newest only) and how often each was sent.
-    broadcasts: HashMap<NodeId, (Update<M>, u32)>,
+    broadcasts: Broadcasts<M>,
     seq: u64,
     rng: u64,
     out: VecDeque<(NodeId, Message<M>)>,
@@ -214,12 +131,12 @@ impl<M: Clone + PartialEq> Swim<M> {
     /// wall clock in ms, so that a restarted node is newer than its former
     /// self), with `seed` for its random choices.
     pub fn new(me: NodeId, meta: M, incarnation: u64, cfg: SwimConfig, now: Millis, seed: u64) -> Self {
-        Swim {
+        let mut s = Swim {
             me,
             meta,
             incarnation,
             next_period: now,
-            next_sync: now + cfg.sync_interval,
+            last_sync: now,
             cfg,
             members: HashMap::new(),
             suspects: HashSet::new(),
@@ -228,13 +145,17 @@ impl<M: Clone + PartialEq> Swim<M> {
             probe_order: Vec::new(),
             probe: None,
             relays: HashMap::new(),
-            broadcasts: HashMap::new(),
+            broadcasts: Broadcasts::default(),
             seq: 0,
             rng: seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
             out: VecDeque::new(),
             events: VecDeque::new(),
             stats: SwimStats::default(),
-        }
+        };
+        // Spread anti-entropy rounds out: nodes started together would
+        // otherwise swap full lists in the same second.
+        s.last_sync += s.rand(s.cfg.sync_interval.max(1) as usize) as Millis;
+        s
     }
 
     /// This node's id.
@@ -242,8 +163,12 @@ impl<M: Clone + PartialEq> Swim<M> {
         &self.me
     }
 
-    /// Ask `seeds` for their member lists (and so announce this node).
+    /// Ask `seeds` for their member lists, and announce this node: to the
+    /// seeds in the request, to the rest by gossip (a seed's own gossip of a
+    /// newcomer can die out while few members know it, during a mass start).
     pub fn join(&mut self, seeds: &[NodeId]) {
+        let hello = self.my_update(Liveness::Alive);
+        self.enqueue(hello);
         let me = self.me.clone();
         for s in seeds.iter().filter(|s| **s != me) {
             let members = self.full_list();
@@ -296,7 +221,7 @@ impl<M: Clone + PartialEq> Swim<M> {
 
     /// When [`Swim::tick`] has something to do next.
     pub fn next_timeout(&self) -> Millis {
-        let mut t = self.next_period.min(self.next_sync);
+        let mut t = self.next_period.min(self.next_sync());
         if let Some(p) = self.probe.as_ref().filter(|p| !p.acked && !p.indirect_sent) {
             t = t.min(p.started + self.cfg.probe_timeout);
         }
@@ -322,18 +247,17 @@ impl<M: Clone + PartialEq> Swim<M> {
             self.next_period = now + self.cfg.protocol_period;
             self.start_probe(now);
             self.gossip();
+            let retention = self.cfg.dead_retention;
+            let before = self.members.len();
+            self.members.retain(|_, m| m.liveness != Liveness::Dead || now < m.since + retention);
+            if self.members.len() != before {
+                self.reachable_dirty = true;
+            }
+            self.relays.retain(|_, r| r.expires > now);
         }
         self.expire_suspicions(now);
-        let retention = self.cfg.dead_retention;
-        let before = self.members.len();
-        self.members.retain(|_, m| m.liveness != Liveness::Dead || now < m.since + retention);
-        if self.members.len() != before {
-            self.reachable_dirty = true;
-        }
-        self.relays.retain(|_, r| r.expires > now);
-        if now >= self.next_sync {
-            let n = self.members.len() as u64 + 1;
-            self.next_sync = now + self.cfg.sync_interval * (n / 128).max(1);
+        if now >= self.next_sync() {
+            self.last_sync = now;
             if let Some(to) = self.random_reachable(1, None).pop() {
                 let members = self.full_list();
                 self.send(to, Message::Sync { members, reply: true });
@@ -509,32 +433,22 @@ impl<M: Clone + PartialEq> Swim<M> {
         }
     }
 
-    /// Up to `max_piggyback` pending updates, least-sent first; each counts
-    /// as sent once more and is dropped at its retransmit limit.
+    /// Pending updates for one more message.
     fn piggyback(&mut self) -> Vec<Update<M>> {
-        if self.broadcasts.is_empty() {
-            return Vec::new();
-        }
         let limit = self.retransmit_limit();
-        let mut pending: Vec<(u32, NodeId)> = self.broadcasts.iter().map(|(n, (_, sent))| (*sent, n.clone())).collect();
-        pending.sort_unstable();
-        pending.truncate(self.cfg.max_piggyback);
-        let mut out = Vec::with_capacity(pending.len());
-        for (_, node) in pending {
-            if let Some((u, sent)) = self.broadcasts.get_mut(&node) {
-                out.push(u.clone());
-                *sent += 1;
-                if *sent >= limit {
-                    self.broadcasts.remove(&node);
-                }
-            }
-        }
+        let out = self.broadcasts.take(self.cfg.max_piggyback, limit);
         self.stats.updates_sent += out.len() as u64;
         out
     }
 
     fn enqueue(&mut self, u: Update<M>) {
-        self.broadcasts.insert(u.node.clone(), (u, 0));
+        self.broadcasts.push(u);
+    }
+
+    /// Anti-entropy is due `sync_interval × max(1, N / 128)` after the last.
+    fn next_sync(&self) -> Millis {
+        let n = self.members.len() as u64 + 1;
+        self.last_sync + self.cfg.sync_interval * (n / 128).max(1)
     }
 
     fn send(&mut self, to: NodeId, msg: Message<M>) {
@@ -563,14 +477,16 @@ impl<M: Clone + PartialEq> Swim<M> {
 
     /// Up to `count` distinct random reachable members, never `except`.
     fn random_reachable(&mut self, count: usize, except: Option<&NodeId>) -> Vec<NodeId> {
-        let pool: Vec<NodeId> = self.reachable().iter().filter(|n| Some(*n) != except).cloned().collect();
-        if pool.len() <= count {
-            return pool;
+        let len = self.reachable().len();
+        let eligible = len - usize::from(except.is_some_and(|e| self.reachable.binary_search(e).is_ok()));
+        if eligible <= count {
+            return self.reachable.iter().filter(|n| Some(*n) != except).cloned().collect();
         }
         let mut picked: Vec<NodeId> = Vec::with_capacity(count);
         while picked.len() < count {
-            let c = &pool[self.rand(pool.len())];
-            if !picked.contains(c) {
+            let at = self.rand(len);
+            let c = &self.reachable[at];
+            if Some(c) != except && !picked.contains(c) {
                 picked.push(c.clone());
             }
         }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Placement at scale (issue 13): fragstate-sim, the real placement code over simulated clusters,
-# for every strategy and cluster size asked; a table, summary.json and PNG plots
+# Placement and membership at scale (issue 13): fragstate-sim, the real placement and SWIM code over
+# simulated clusters, for every strategy and cluster size asked; tables, summary.json and PNG plots
 # (ci/lib/sim_report.py) in --out. CPU only, no network, no root.
 #
-#   ci/sim.sh                                   # 50..1000 nodes, 100,000 objects, RS(4,2), 5 % churn
+#   ci/sim.sh                                   # 50..1000 nodes, 100,000 objects, RS(4,2), 5 % churn; SWIM
+#   ci/sim.sh --measure membership --loss 0.01  # SWIM only, 1 % of the messages lost
 #   ci/sim.sh --nodes 50,100 --objects 20000    # the quick variant CI runs
 #   ci/sim.sh --drift 0.3                       # writer and reader weigh nodes by free capacities 30 % apart
 #   ci/sim.sh --out DIR ...                     # default: target/sim/<time>; every other option: fragstate-sim --help

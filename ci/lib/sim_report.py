@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plots of a fragstate-sim run (ci/sim.sh): each measurement against the cluster size, one line
 per strategy. Reads DIR/summary.json, writes DIR/balance.png, DIR/join-moves.png and
-DIR/lookups.png.
+DIR/lookups.png (placement) and DIR/membership.png (SWIM), for what the run measured.
 
 Usage: sim_report.py DIR
 """
@@ -41,20 +41,55 @@ def plot(rows, out, name, title, ylabel, value, floor=None, target=None):
     plt.close(fig)
 
 
+def plot_membership(runs, out):
+    runs = sorted(runs, key=lambda r: r["nodes"])
+    xs = [r["nodes"] for r in runs]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.0))
+    for key, label in (("dead_p99_ms", "stopped node dead at 99 % of the others"),
+                       ("dead_max_ms", "... at all of them"),
+                       ("join_p99_ms", "a joining node known to 99 %")):
+        left.plot(xs, [(r[key] or float("nan")) / 1000 for r in runs], marker="o", label=label)
+    left.axhline(5, linestyle="--", color="red", linewidth=1, label="goal 5 s (dead at 99 %)")
+    left.set_ylabel("seconds")
+    left.set_title("Failure detection and join spread (SWIM)")
+    right.plot(xs, [r["idle_messages_per_node_s"] for r in runs], marker="o", label="messages sent")
+    right.set_ylabel("messages / node / s")
+    bytes_ax = right.twinx()
+    bytes_ax.plot(xs, [r["idle_bytes_per_node_s"] / 1024 for r in runs], marker="s", color="tab:orange", label="KiB sent")
+    bytes_ax.set_ylabel("KiB / node / s")
+    right.set_title("Idle membership traffic per node")
+    for ax in (left, right):
+        ax.set_xscale("log")
+        ax.set_xlabel("nodes")
+        ax.grid(True, alpha=0.3)
+    left.legend(fontsize=8)
+    right.legend(handles=right.get_lines() + bytes_ax.get_lines(), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "membership.png", dpi=110)
+    plt.close(fig)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     out = pathlib.Path(sys.argv[1])
-    rows = json.loads((out / "summary.json").read_text())["rows"]
-    if not rows:
+    summary = json.loads((out / "summary.json").read_text())
+    rows, runs = summary["rows"], summary.get("membership", [])
+    if not rows and not runs:
         sys.exit(f"{out}/summary.json has no rows")
-    plot(rows, out, "balance.png", "Load balance (fragments per node)", "max / mean",
-         lambda r: r["balance"]["max_over_mean"], floor=lambda r: r["balance"]["uniform_max_over_mean"], target=1.15)
-    plot(rows, out, "join-moves.png", "Fragments moved when one node joins", "moved / (total / (N+1))",
-         lambda r: r["join"]["moved_over_ideal"], target=1.0)
-    plot(rows, out, "lookups.png", "Manifest lookups by path after churn: settled in one round trip", "share of readable objects",
-         lambda r: r["churn"]["settled_rate"])
-    print(f"plots written to {out}: balance.png, join-moves.png, lookups.png")
+    written = []
+    if rows:
+        plot(rows, out, "balance.png", "Load balance (fragments per node)", "max / mean",
+             lambda r: r["balance"]["max_over_mean"], floor=lambda r: r["balance"]["uniform_max_over_mean"], target=1.15)
+        plot(rows, out, "join-moves.png", "Fragments moved when one node joins", "moved / (total / (N+1))",
+             lambda r: r["join"]["moved_over_ideal"], target=1.0)
+        plot(rows, out, "lookups.png", "Manifest lookups by path after churn: settled in one round trip",
+             "share of readable objects", lambda r: r["churn"]["settled_rate"])
+        written += ["balance.png", "join-moves.png", "lookups.png"]
+    if runs:
+        plot_membership(runs, out)
+        written.append("membership.png")
+    print(f"plots written to {out}: {', '.join(written)}")
 
 
 if __name__ == "__main__":

@@ -23,5 +23,11 @@
 //! [`Strategy::XorNeighbours`](sim::Strategy::XorNeighbours), the `k + m` nodes whose ids are XOR-closest to
 //! the key's hash (Kademlia's notion of "responsible for a key"), the design
 //! card's starting point. Each node is its own failure domain here.
+//!
+//! [`membership`] runs the real SWIM state machine
+//! ([`fragstate_core::swim`]) for every node of a simulated network: time to
+//! converge, idle traffic per node, and how soon a stopped node is dead at
+//! every other.
 
+pub mod membership;
 pub mod sim;

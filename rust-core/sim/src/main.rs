@@ -1,16 +1,18 @@
-//! `fragstate-sim`: the placement measurements of the crate docs for
-//! clusters of several sizes; a table on stdout and, with `--out`,
+//! `fragstate-sim`: the placement and membership measurements of the crate
+//! docs for clusters of several sizes; tables on stdout and, with `--out`,
 //! `summary.json` and `table.md` in that folder.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
+use fragstate_core::swim::SwimConfig;
+use fragstate_sim::membership;
 use fragstate_sim::sim::{self, Strategy, View};
 use serde_json::json;
 
 #[derive(Parser)]
-#[command(about = "Placement at scale with the real placement code: balance, moves per join, lookups after churn")]
+#[command(about = "Placement and membership at scale with the real code: balance, moves per join, lookups after churn; SWIM convergence, idle traffic, failure detection")]
 struct Args {
     /// Cluster sizes, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "50,100,200,500,1000")]
@@ -41,9 +43,21 @@ struct Args {
     /// Strategies to measure (default: all).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "rendezvous,adaptive-rendezvous,xor-neighbours")]
     strategy: Vec<Strategy>,
+    /// What to measure: placement (every --strategy), membership (SWIM, one run per cluster size).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "placement,membership")]
+    measure: Vec<Measure>,
+    /// Membership: share of messages lost on the way.
+    #[arg(long, default_value_t = 0.0)]
+    loss: f64,
     /// Folder for summary.json and table.md.
     #[arg(long)]
     out: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Measure {
+    Placement,
+    Membership,
 }
 
 fn main() {
@@ -70,15 +84,22 @@ fn run(a: &Args) -> Result<(), String> {
     if !(0.0..1.0).contains(&a.churn) {
         return Err(format!("--churn {}: must be in [0, 1)", a.churn));
     }
+    if !(0.0..0.5).contains(&a.loss) {
+        return Err(format!("--loss {}: must be in [0, 0.5)", a.loss));
+    }
     if let Some(&n) = a.nodes.iter().find(|&&n| n < a.k + a.m + 1) {
         return Err(format!("--nodes {n}: a cluster needs at least k + m + 1 = {} nodes", a.k + a.m + 1));
     }
     let km = (a.k, a.m);
-    let header = "| strategy | nodes | objects | max/mean | p99/mean | uniform max/mean | moved per join / ideal | after churn: settled in one round trip / manifest hits / k holders asked | seconds |";
-    let mut table = vec![header.to_string(), "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |".to_string()];
-    println!("{header}");
+    let strategies = if a.measure.contains(&Measure::Placement) { &a.strategy[..] } else { &[] };
+    let mut table = Vec::new();
+    if !strategies.is_empty() {
+        let header = "| strategy | nodes | objects | max/mean | p99/mean | uniform max/mean | moved per join / ideal | after churn: settled in one round trip / manifest hits / k holders asked | seconds |";
+        table = vec![header.to_string(), "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |".to_string()];
+        println!("{header}");
+    }
     let mut rows = Vec::new();
-    for &strategy in &a.strategy {
+    for &strategy in strategies {
         for &n in &a.nodes {
             let t0 = Instant::now();
             let view = View::numbered(0, n).with_slow(a.slow);
@@ -99,9 +120,29 @@ fn run(a: &Args) -> Result<(), String> {
                 "drift": a.drift, "slow": a.slow, "fill": a.fill, "balance": balance, "join": moves, "churn": churn, "seconds": secs}));
         }
     }
+    let mut swim_rows = Vec::new();
+    if a.measure.contains(&Measure::Membership) {
+        let header = "| nodes | loss | mass start: converged after (ms) | one join known to all: p99 / max (ms) | idle messages / node / s | idle bytes / node / s | stopped node dead at others: p50 / p99 / max (ms) | share that saw it | live nodes declared dead | false suspicions | seconds |";
+        println!("{header}");
+        table.extend(["".to_string(), header.to_string(), "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |".to_string()]);
+        for &n in &a.nodes {
+            let t0 = Instant::now();
+            let r = membership::run(n, &SwimConfig::default(), a.loss, 1);
+            let ms = |v: Option<u64>| v.map_or("—".to_string(), |v| v.to_string());
+            let line = format!(
+                "| {n} | {} | {} | {} / {} | {:.1} | {:.0} | {} / {} / {} | {:.4} | {} | {} | {:.1} |",
+                a.loss, ms(r.converge_ms), ms(r.join_p99_ms), ms(r.join_max_ms), r.idle_messages_per_node_s, r.idle_bytes_per_node_s,
+                ms(r.dead_p50_ms), ms(r.dead_p99_ms), ms(r.dead_max_ms), r.dead_share, r.false_downs, r.false_suspicions,
+                t0.elapsed().as_secs_f64()
+            );
+            println!("{line}");
+            table.push(line);
+            swim_rows.push(r);
+        }
+    }
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let summary = serde_json::to_string_pretty(&json!({"rows": rows})).map_err(|e| e.to_string())?;
+        let summary = serde_json::to_string_pretty(&json!({"rows": rows, "membership": swim_rows})).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("summary.json"), summary).map_err(|e| format!("cannot write summary.json: {e}"))?;
         std::fs::write(dir.join("table.md"), table.join("\n") + "\n").map_err(|e| format!("cannot write table.md: {e}"))?;
         println!("written: {}/summary.json, table.md", dir.display());

@@ -1,0 +1,286 @@
+//! Membership at scale, simulated: `n` nodes running the real SWIM state
+//! machine ([`fragstate_core::swim`]) over a discrete-event network (1–3 ms
+//! per message, optional loss), nothing of the protocol re-implemented.
+//!
+//! One run: nodes `0 .. n - 1` start 2 ms apart (a mass start) and join
+//! through node 0; once every one knows every other as alive (*converged*)
+//! and 20 s have passed, one anti-entropy interval (≥ 60 s) of idle traffic are counted (messages and bytes
+//! sent per node and second, bytes as bincode sizes with 52-character ids and
+//! ~60 bytes of metadata, as on the wire); then the last node joins a settled
+//! cluster and the time until each other node knows it is recorded; then one
+//! node stops answering (a `kill -9` whose connections stay silent, or a
+//! frozen process: the worst case, no TCP reset) and the time at which each
+//! other node declares it dead is recorded. Any live node declared dead
+//! meanwhile is a false positive.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+
+use fragstate_core::ids::NodeId;
+use fragstate_core::swim::{Event, Message, Millis, Swim, SwimConfig};
+use serde::Serialize;
+
+/// What a node says about itself, sized like what the network layer will
+/// carry: its address, failure domain and free capacity.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SimMeta {
+    addr: String,
+    domain: String,
+    free_bytes: u64,
+}
+
+/// The figures of one run.
+#[derive(Clone, Debug, Serialize)]
+pub struct MembershipRun {
+    pub nodes: usize,
+    pub loss: f64,
+    /// Mass start: from the last node's start until every node knew all others (`None`: not within 120 s).
+    pub converge_ms: Option<Millis>,
+    /// One node joining a settled cluster: when the others knew it (ms after its start).
+    pub join_p99_ms: Option<Millis>,
+    pub join_max_ms: Option<Millis>,
+    /// Idle traffic, per node and second.
+    pub idle_messages_per_node_s: f64,
+    pub idle_bytes_per_node_s: f64,
+    /// After the stop: when the others declared it dead (ms after the stop).
+    pub dead_p50_ms: Option<Millis>,
+    pub dead_p99_ms: Option<Millis>,
+    pub dead_max_ms: Option<Millis>,
+    /// Share of the other nodes that declared it dead within 30 s.
+    pub dead_share: f64,
+    /// Live nodes declared dead by some node after convergence.
+    pub false_downs: usize,
+    /// Suspicions of live nodes raised after convergence (refuted ones included).
+    pub false_suspicions: usize,
+}
+
+enum Ev {
+    Deliver { from: usize, to: usize, msg: Message<Arc<SimMeta>> },
+    Tick(usize),
+}
+
+struct World {
+    nodes: Vec<Option<Swim<Arc<SimMeta>>>>,
+    ids: Vec<NodeId>,
+    index: HashMap<NodeId, usize>,
+    queue: BinaryHeap<Reverse<(Millis, u64)>>,
+    pending: HashMap<u64, Ev>,
+    seq: u64,
+    scheduled: Vec<Millis>,
+    stopped: Vec<bool>,
+    rng: u64,
+    loss: f64,
+    /// Messages and bytes sent while counting.
+    counting: bool,
+    messages: u64,
+    bytes: u64,
+    downs: Vec<(Millis, usize, usize)>,
+    suspicions: Vec<(Millis, usize)>,
+    /// When each node first knew the node of `watch_up` alive.
+    watch_up: Option<usize>,
+    ups: Vec<Millis>,
+}
+
+/// A node id as long as a libp2p peer id (52 characters of base58).
+fn node_id(i: usize) -> NodeId {
+    NodeId::from(format!("12D3KooW{i:0>44}"))
+}
+
+impl World {
+    fn push(&mut self, at: Millis, ev: Ev) {
+        self.seq += 1;
+        self.pending.insert(self.seq, ev);
+        self.queue.push(Reverse((at, self.seq)));
+    }
+
+    fn rand(&mut self) -> f64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn start(&mut self, i: usize, now: Millis, cfg: &SwimConfig) {
+        let meta = Arc::new(SimMeta { addr: format!("/ip4/10.{}.{}.{}/tcp/7000", i >> 16, (i >> 8) & 255, i & 255), domain: format!("rack-{}", i % 40), free_bytes: 1 << 40 });
+        let mut s = Swim::new(self.ids[i].clone(), meta, now, cfg.clone(), now, 0x5157 + i as u64);
+        s.join(&[self.ids[0].clone()]);
+        self.nodes[i] = Some(s);
+        self.after(i, now);
+    }
+
+    /// Hand what node `i` wants sent to the network, note its events, and
+    /// schedule its next timer.
+    fn after(&mut self, i: usize, now: Millis) {
+        let Some(node) = self.nodes[i].as_mut() else { return };
+        let mut out = Vec::new();
+        while let Some(m) = node.poll_send() {
+            out.push(m);
+        }
+        while let Some(e) = node.poll_event() {
+            match e {
+                Event::Down(n) => self.downs.push((now, i, self.index[&n])),
+                Event::Suspect(n) => self.suspicions.push((now, self.index[&n])),
+                Event::Up { node, .. } => {
+                    if self.watch_up == Some(self.index[&node]) {
+                        self.ups.push(now);
+                    }
+                }
+            }
+        }
+        let next = node.next_timeout().max(now + 1);
+        for (to, msg) in out {
+            if self.counting {
+                self.messages += 1;
+                self.bytes += bincode::serialized_size(&msg).unwrap_or(0);
+            }
+            if self.loss > 0.0 && self.rand() < self.loss {
+                continue;
+            }
+            let to = self.index[&to];
+            let latency = 1 + (self.rand() * 3.0) as Millis;
+            self.push(now + latency, Ev::Deliver { from: i, to, msg });
+        }
+        if next < self.scheduled[i] || self.scheduled[i] <= now {
+            self.scheduled[i] = next;
+            self.push(next, Ev::Tick(i));
+        }
+    }
+
+    /// Process every event up to `until`.
+    fn run_until(&mut self, until: Millis) {
+        while let Some(&Reverse((at, seq))) = self.queue.peek() {
+            if at > until {
+                break;
+            }
+            self.queue.pop();
+            let Some(ev) = self.pending.remove(&seq) else { continue };
+            let i = match ev {
+                Ev::Deliver { from, to, msg } => {
+                    if self.stopped[to] {
+                        continue;
+                    }
+                    let Some(node) = self.nodes[to].as_mut() else { continue };
+                    node.handle(at, self.ids[from].clone(), msg);
+                    to
+                }
+                Ev::Tick(i) => {
+                    if self.stopped[i] || self.scheduled[i] != at {
+                        continue;
+                    }
+                    let Some(node) = self.nodes[i].as_mut() else { continue };
+                    node.tick(at);
+                    i
+                }
+            };
+            self.after(i, at);
+        }
+    }
+
+    /// Every started node knows every other started one as alive.
+    fn converged(&self) -> bool {
+        let started = self.nodes.iter().filter(|s| s.is_some()).count();
+        self.nodes.iter().enumerate().all(|(i, s)| self.stopped[i] || s.as_ref().is_none_or(|s| s.live_count() == started - 1))
+    }
+}
+
+/// One run at `n` nodes with message `loss` (module docs).
+pub fn run(n: usize, cfg: &SwimConfig, loss: f64, seed: u64) -> MembershipRun {
+    let ids: Vec<NodeId> = (0..n).map(node_id).collect();
+    let index = ids.iter().cloned().enumerate().map(|(i, id)| (id, i)).collect();
+    let mut w = World {
+        nodes: (0..n).map(|_| None).collect(),
+        ids,
+        index,
+        queue: BinaryHeap::new(),
+        pending: HashMap::new(),
+        seq: 0,
+        scheduled: vec![0; n],
+        stopped: vec![false; n],
+        rng: seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
+        loss,
+        counting: false,
+        messages: 0,
+        bytes: 0,
+        downs: Vec::new(),
+        suspicions: Vec::new(),
+        watch_up: None,
+        ups: Vec::new(),
+    };
+    const JOIN_GAP: Millis = 2;
+    // One anti-entropy interval (at least 60 s): each node swaps full lists about once in it.
+    let idle_window: Millis = (cfg.sync_interval * (n as Millis / 128).max(1)).max(60_000);
+    let joiner = n - 1;
+    for i in 0..joiner {
+        let t = i as Millis * JOIN_GAP;
+        w.run_until(t);
+        w.start(i, t, cfg);
+    }
+    let started = (joiner as Millis - 1) * JOIN_GAP;
+    let mut now = started;
+    let converge_ms = loop {
+        now += 100;
+        w.run_until(now);
+        if w.converged() {
+            break Some(now - started);
+        }
+        if now - started > 120_000 {
+            break None;
+        }
+    };
+    let (downs_before, suspicions_before) = (w.downs.len(), w.suspicions.len());
+    // Let the join news die out, then count 10 s of idle traffic.
+    now += 20_000;
+    w.run_until(now);
+    w.counting = true;
+    now += idle_window;
+    w.run_until(now);
+    w.counting = false;
+    w.watch_up = Some(joiner);
+    w.start(joiner, now, cfg);
+    let joined_at = now;
+    now += 10_000;
+    w.run_until(now);
+    let mut ups: Vec<Millis> = w.ups.iter().map(|t| t - joined_at).collect();
+    ups.sort_unstable();
+    let all_knew = ups.len() + 1 >= n;
+    let victim = n / 2;
+    w.stopped[victim] = true;
+    let stopped_at = now;
+    w.run_until(now + 30_000);
+    let mut times: Vec<Millis> = w.downs[downs_before..].iter().filter(|(_, _, of)| *of == victim).map(|(t, _, _)| t - stopped_at).collect();
+    times.sort_unstable();
+    let pct = |v: &[Millis], p: f64| (!v.is_empty()).then(|| v[((v.len() as f64 * p).ceil() as usize).clamp(1, v.len()) - 1]);
+    MembershipRun {
+        nodes: n,
+        loss,
+        converge_ms,
+        join_p99_ms: if all_knew { pct(&ups, 0.99) } else { None },
+        join_max_ms: if all_knew { ups.last().copied() } else { None },
+        idle_messages_per_node_s: w.messages as f64 / (n - 1) as f64 / (idle_window as f64 / 1000.0),
+        idle_bytes_per_node_s: w.bytes as f64 / (n - 1) as f64 / (idle_window as f64 / 1000.0),
+        dead_p50_ms: pct(&times, 0.5),
+        dead_p99_ms: if times.len() + 1 >= n { pct(&times, 0.99) } else { None },
+        dead_max_ms: if times.len() + 1 >= n { times.last().copied() } else { None },
+        dead_share: times.len() as f64 / (n - 1) as f64,
+        false_downs: w.downs[downs_before..].iter().filter(|(_, _, of)| *of != victim).count(),
+        false_suspicions: w.suspicions[suspicions_before..].iter().filter(|(_, of)| *of != victim).count(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_cluster_converges_and_finds_a_stopped_node_dead_everywhere() {
+        let r = run(40, &SwimConfig::default(), 0.0, 1);
+        assert!(r.converge_ms.is_some_and(|t| t < 10_000), "{r:?}");
+        assert!(r.join_max_ms.is_some_and(|t| t < 5_000), "{r:?}");
+        assert_eq!(r.dead_share, 1.0, "{r:?}");
+        assert!(r.dead_max_ms.is_some_and(|t| t < 5_000), "{r:?}");
+        assert_eq!(r.false_downs, 0);
+        // one ping and one ack per node and 200 ms period, plus rare syncs
+        assert!((9.0..12.0).contains(&r.idle_messages_per_node_s), "{r:?}");
+    }
+}

@@ -46,6 +46,9 @@ pub use messages::{Event, Liveness, Member, Message, SwimStats, Update};
 /// Milliseconds on the caller's monotonic clock.
 pub type Millis = u64;
 
+/// How often a node that knows no live member asks its seeds again.
+const SEED_RETRY: Millis = 1_000;
+
 /// Timings and fan-outs of the protocol (module docs).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SwimConfig {
@@ -117,6 +120,8 @@ pub struct Swim<M> {
     probe: Option<Probe>,
     next_period: Millis,
     last_sync: Millis,
+    seeds: Vec<NodeId>,
+    seeds_asked: Millis,
     relays: HashMap<u64, Relay>,
     broadcasts: Broadcasts<M>,
     seq: u64,
@@ -137,6 +142,8 @@ impl<M: Clone + PartialEq> Swim<M> {
             incarnation,
             next_period: now,
             last_sync: now,
+            seeds: Vec::new(),
+            seeds_asked: now,
             cfg,
             members: HashMap::new(),
             suspects: HashSet::new(),
@@ -166,13 +173,19 @@ impl<M: Clone + PartialEq> Swim<M> {
     /// Ask `seeds` for their member lists, and announce this node: to the
     /// seeds in the request, to the rest by gossip (a seed's own gossip of a
     /// newcomer can die out while few members know it, during a mass start).
+    /// Asked again every `SEED_RETRY` while this node knows no live member
+    /// (a request or its answer lost, a seed not up yet, everyone else gone).
     pub fn join(&mut self, seeds: &[NodeId]) {
         let hello = self.my_update(Liveness::Alive);
         self.enqueue(hello);
-        let me = self.me.clone();
-        for s in seeds.iter().filter(|s| **s != me) {
+        self.seeds = seeds.iter().filter(|s| **s != self.me).cloned().collect();
+        self.ask_seeds();
+    }
+
+    fn ask_seeds(&mut self) {
+        for s in self.seeds.clone() {
             let members = self.full_list();
-            self.send(s.clone(), Message::Sync { members, reply: true });
+            self.send(s, Message::Sync { members, reply: true });
         }
     }
 
@@ -244,6 +257,10 @@ impl<M: Clone + PartialEq> Swim<M> {
             if let Some(p) = self.probe.take().filter(|p| !p.acked) {
                 self.suspect(&p.target, now);
             }
+            if now >= self.seeds_asked + SEED_RETRY && self.reachable().is_empty() {
+                self.seeds_asked = now;
+                self.ask_seeds();
+            }
             self.next_period = now + self.cfg.protocol_period;
             self.start_probe(now);
             self.gossip();
@@ -270,7 +287,13 @@ impl<M: Clone + PartialEq> Swim<M> {
         match msg {
             Message::Ping { seq, updates } => {
                 self.apply_all(updates, now);
-                let updates = self.piggyback();
+                let mut updates = self.piggyback();
+                // A member declared dead that still probes was wrongly
+                // declared (or is back): tell it, so it refutes now — gossip
+                // goes to live members only, and anti-entropy may be minutes away.
+                if let Some(m) = self.members.get(&from).filter(|m| m.liveness == Liveness::Dead) {
+                    updates.push(Update { node: from.clone(), incarnation: m.incarnation, liveness: Liveness::Dead, meta: m.meta.clone() });
+                }
                 self.send(from, Message::Ack { seq, updates });
             }
             Message::Ack { seq, updates } => {

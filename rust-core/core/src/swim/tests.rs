@@ -204,3 +204,36 @@ fn an_idle_cluster_sends_a_ping_and_an_ack_per_node_and_period() {
     let per_node_and_period = (after - before) as f64 / (30 * periods) as f64;
     assert!((1.9..=2.1).contains(&per_node_and_period), "{per_node_and_period} messages per node and period");
 }
+
+#[test]
+fn a_live_node_declared_dead_learns_it_from_the_first_member_it_probes_and_comes_back() {
+    let mut net = Net::joined(10);
+    net.run(1_000);
+    // Everyone but node 7 itself believes node 7 dead (a partition that healed, say).
+    let inc = net.nodes[7].incarnation;
+    for i in (0..10).filter(|i| *i != 7) {
+        let rumour = Update { node: id(7), incarnation: inc, liveness: Liveness::Dead, meta: 7 };
+        net.nodes[i].handle(net.now, id(1), Message::Gossip { updates: vec![rumour] });
+        assert_eq!(net.liveness(i, 7), Some(Liveness::Dead));
+    }
+    // Within a few periods (not an anti-entropy interval) node 7 refutes and is alive everywhere again.
+    net.run(2_000);
+    assert_eq!(net.nodes[7].stats().refutations, 1);
+    for i in (0..10).filter(|i| *i != 7) {
+        assert_eq!(net.liveness(i, 7), Some(Liveness::Alive), "node {i}");
+    }
+}
+
+#[test]
+fn a_node_whose_join_was_lost_asks_its_seed_again() {
+    let mut net = Net::joined(3);
+    net.run(500);
+    net.cut.insert((0, 3));
+    net.start(3, 1);
+    net.run(500);
+    assert_eq!(net.nodes[3].live_count(), 0, "the seed never heard of it");
+    net.cut.clear();
+    net.run(3_000);
+    assert_eq!(net.nodes[3].live_count(), 3);
+    assert_eq!(net.liveness(1, 3), Some(Liveness::Alive));
+}

@@ -4,17 +4,19 @@
 //!
 //! One run: nodes `0 .. n - 1` start 2 ms apart (a mass start) and join
 //! through node 0; once every one knows every other as alive (*converged*)
-//! and 20 s have passed, one anti-entropy interval (≥ 60 s) of idle traffic are counted (messages and bytes
-//! sent per node and second, bytes as bincode sizes with 52-character ids and
-//! ~60 bytes of metadata, as on the wire); then the last node joins a settled
-//! cluster and the time until each other node knows it is recorded; then one
-//! node stops answering (a `kill -9` whose connections stay silent, or a
-//! frozen process: the worst case, no TCP reset) and the time at which each
-//! other node declares it dead is recorded. Any live node declared dead
-//! meanwhile is a false positive.
+//! and 20 s have passed, one anti-entropy interval (at least 60 s) of idle
+//! traffic is counted: messages and bytes sent per node and second (bytes as
+//! bincode sizes with 52-character ids and ~60 bytes of metadata, as on the
+//! wire), and the distinct peers each node talked to in each second (the
+//! connections it would hold if they closed after 1 s unused). Then the last
+//! node joins the settled cluster and the time until each other node knows
+//! it is recorded; then one node stops answering (a `kill -9` whose
+//! connections stay silent, or a frozen process: the worst case, no TCP
+//! reset) and the time at which each other node declares it dead is
+//! recorded. Any live node declared dead meanwhile is a false positive.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 
 use fragstate_core::ids::NodeId;
@@ -43,6 +45,10 @@ pub struct MembershipRun {
     /// Idle traffic, per node and second.
     pub idle_messages_per_node_s: f64,
     pub idle_bytes_per_node_s: f64,
+    /// Idle: distinct peers a node exchanged messages with in one second (sampled every
+    /// second for every node) — the connections it holds if they close after 1 s unused.
+    pub idle_peers_per_s_p99: usize,
+    pub idle_peers_per_s_max: usize,
     /// After the stop: when the others declared it dead (ms after the stop).
     pub dead_p50_ms: Option<Millis>,
     pub dead_p99_ms: Option<Millis>,
@@ -72,8 +78,9 @@ struct World {
     stopped: Vec<bool>,
     rng: u64,
     loss: f64,
-    /// Messages and bytes sent while counting.
+    /// Messages and bytes sent while counting, and each node's peers since the last sample.
     counting: bool,
+    peers: Vec<HashSet<usize>>,
     messages: u64,
     bytes: u64,
     downs: Vec<(Millis, usize, usize)>,
@@ -138,6 +145,10 @@ impl World {
                 continue;
             }
             let to = self.index[&to];
+            if self.counting {
+                self.peers[i].insert(to);
+                self.peers[to].insert(i);
+            }
             let latency = 1 + (self.rand() * 3.0) as Millis;
             self.push(now + latency, Ev::Deliver { from: i, to, msg });
         }
@@ -200,6 +211,7 @@ pub fn run(n: usize, cfg: &SwimConfig, loss: f64, seed: u64) -> MembershipRun {
         rng: seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
         loss,
         counting: false,
+        peers: vec![HashSet::new(); n],
         messages: 0,
         bytes: 0,
         downs: Vec::new(),
@@ -230,13 +242,18 @@ pub fn run(n: usize, cfg: &SwimConfig, loss: f64, seed: u64) -> MembershipRun {
     let downs_before = w.downs.len();
     let raised = |w: &World| w.nodes.iter().flatten().map(|s| s.stats().suspicions_raised).sum::<u64>();
     let suspicions_before = raised(&w);
-    // Let the join news die out, then count 10 s of idle traffic.
+    // Let the join news die out, then count the idle traffic.
     now += 20_000;
     w.run_until(now);
     w.counting = true;
-    now += idle_window;
-    w.run_until(now);
+    let mut peer_counts = Vec::new();
+    for _ in 0..idle_window / 1_000 {
+        now += 1_000;
+        w.run_until(now);
+        peer_counts.extend(w.peers.iter_mut().map(|p| std::mem::take(p).len()));
+    }
     w.counting = false;
+    peer_counts.sort_unstable();
     w.watch_up = Some(joiner);
     w.start(joiner, now, cfg);
     let joined_at = now;
@@ -261,6 +278,8 @@ pub fn run(n: usize, cfg: &SwimConfig, loss: f64, seed: u64) -> MembershipRun {
         join_max_ms: if all_knew { ups.last().copied() } else { None },
         idle_messages_per_node_s: w.messages as f64 / (n - 1) as f64 / (idle_window as f64 / 1000.0),
         idle_bytes_per_node_s: w.bytes as f64 / (n - 1) as f64 / (idle_window as f64 / 1000.0),
+        idle_peers_per_s_p99: peer_counts[(peer_counts.len() * 99).div_ceil(100).clamp(1, peer_counts.len()) - 1],
+        idle_peers_per_s_max: peer_counts.last().copied().unwrap_or(0),
         dead_p50_ms: pct(&times, 0.5),
         dead_p99_ms: if times.len() + 1 >= n { pct(&times, 0.99) } else { None },
         dead_max_ms: if times.len() + 1 >= n { times.last().copied() } else { None },

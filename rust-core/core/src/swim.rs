@@ -217,6 +217,12 @@ impl<M: Clone + PartialEq> Swim<M> {
         self.members.values().filter(|m| m.liveness != Liveness::Dead).count()
     }
 
+    /// Updates this node still has to pass on (0: nothing new in the cluster
+    /// for a while).
+    pub fn pending_updates(&self) -> usize {
+        self.broadcasts.len()
+    }
+
     /// What this node did so far.
     pub fn stats(&self) -> &SwimStats {
         &self.stats

@@ -122,7 +122,7 @@ fn run(a: &Args) -> Result<(), String> {
     }
     let mut swim_rows = Vec::new();
     if a.measure.contains(&Measure::Membership) {
-        let header = "| nodes | loss | mass start: converged after (ms) | one join known to all: p99 / max (ms) | idle messages / node / s | idle bytes / node / s | idle peers talked to per node and second: p99 / max | stopped node dead at others: p50 / p99 / max (ms) | share that saw it | live nodes declared dead | false suspicions | seconds |";
+        let header = "| nodes | loss | mass start: converged / settled after (ms) | one join known to all: p99 / max (ms) | idle messages / node / s | idle bytes / node / s | idle peers talked to per node and second: p99 / max | stopped node dead at others: p50 / p99 / max (ms) | share that saw it | live nodes declared dead | false suspicions | seconds |";
         println!("{header}");
         table.extend(["".to_string(), header.to_string(), "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |".to_string()]);
         for &n in &a.nodes {
@@ -130,8 +130,8 @@ fn run(a: &Args) -> Result<(), String> {
             let r = membership::run(n, &SwimConfig::default(), a.loss, 1);
             let ms = |v: Option<u64>| v.map_or("—".to_string(), |v| v.to_string());
             let line = format!(
-                "| {n} | {} | {} | {} / {} | {:.1} | {:.0} | {} / {} | {} / {} / {} | {:.4} | {} | {} | {:.1} |",
-                a.loss, ms(r.converge_ms), ms(r.join_p99_ms), ms(r.join_max_ms), r.idle_messages_per_node_s, r.idle_bytes_per_node_s, r.idle_peers_per_s_p99, r.idle_peers_per_s_max,
+                "| {n} | {} | {} / {} | {} / {} | {:.1} | {:.0} | {} / {} | {} / {} / {} | {:.4} | {} | {} | {:.1} |",
+                a.loss, ms(r.converge_ms), r.settled_ms, ms(r.join_p99_ms), ms(r.join_max_ms), r.idle_messages_per_node_s, r.idle_bytes_per_node_s, r.idle_peers_per_s_p99, r.idle_peers_per_s_max,
                 ms(r.dead_p50_ms), ms(r.dead_p99_ms), ms(r.dead_max_ms), r.dead_share, r.false_downs, r.false_suspicions,
                 t0.elapsed().as_secs_f64()
             );

@@ -4,7 +4,7 @@
 //!
 //! One run: nodes `0 .. n - 1` start 2 ms apart (a mass start) and join
 //! through node 0; once every one knows every other as alive (*converged*)
-//! and 20 s have passed, one anti-entropy interval (at least 60 s) of idle
+//! and no node has news left to pass on (*settled*), one anti-entropy interval (at least 60 s) of idle
 //! traffic is counted: messages and bytes sent per node and second (bytes as
 //! bincode sizes with 52-character ids and ~60 bytes of metadata, as on the
 //! wire), and the distinct peers each node talked to in each second (the
@@ -39,6 +39,8 @@ pub struct MembershipRun {
     pub loss: f64,
     /// Mass start: from the last node's start until every node knew all others (`None`: not within 120 s).
     pub converge_ms: Option<Millis>,
+    /// ... and until no node had news left to pass on (at most 300 s after convergence).
+    pub settled_ms: Millis,
     /// One node joining a settled cluster: when the others knew it (ms after its start).
     pub join_p99_ms: Option<Millis>,
     pub join_max_ms: Option<Millis>,
@@ -242,9 +244,13 @@ pub fn run(n: usize, cfg: &SwimConfig, loss: f64, seed: u64) -> MembershipRun {
     let downs_before = w.downs.len();
     let raised = |w: &World| w.nodes.iter().flatten().map(|s| s.stats().suspicions_raised).sum::<u64>();
     let suspicions_before = raised(&w);
-    // Let the join news die out, then count the idle traffic.
-    now += 20_000;
-    w.run_until(now);
+    // Let the join news die out (every node passed on all it had, or 300 s), then count the idle traffic.
+    let settle_until = now + 300_000;
+    while now < settle_until && w.nodes.iter().flatten().any(|s| s.pending_updates() > 0) {
+        now += 1_000;
+        w.run_until(now);
+    }
+    let settled_ms = now - started;
     w.counting = true;
     let mut peer_counts = Vec::new();
     for _ in 0..idle_window / 1_000 {
@@ -274,6 +280,7 @@ pub fn run(n: usize, cfg: &SwimConfig, loss: f64, seed: u64) -> MembershipRun {
         nodes: n,
         loss,
         converge_ms,
+        settled_ms,
         join_p99_ms: if all_knew { pct(&ups, 0.99) } else { None },
         join_max_ms: if all_knew { ups.last().copied() } else { None },
         idle_messages_per_node_s: w.messages as f64 / (n - 1) as f64 / (idle_window as f64 / 1000.0),

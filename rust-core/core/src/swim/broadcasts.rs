@@ -53,6 +53,10 @@ impl<M: Clone> Broadcasts<M> {
     pub(super) fn is_empty(&self) -> bool {
         self.by_node.is_empty()
     }
+
+    pub(super) fn len(&self) -> usize {
+        self.by_node.len()
+    }
 }
 
 #[cfg(test)]

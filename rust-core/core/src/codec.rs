@@ -318,16 +318,7 @@ mod tests {
         let cells: Vec<Option<Bytes>> = zeros.cells.into_iter().map(Some).collect();
         assert_eq!(codec.decode("t", 0, &zeros.info, 16384, &cells).unwrap(), vec![0u8; 16384]);
         // Incompressible bytes are stored as they are.
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let noise: Vec<u8> = (0..16384)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 24) as u8
-            })
-            .collect();
-        let enc = encode(&codec, &noise);
+        let enc = encode(&codec, &crate::sample::noise(16384, 1));
         assert!(!enc.info.compressed);
     }
 

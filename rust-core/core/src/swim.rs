@@ -40,6 +40,7 @@ mod messages;
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::ids::NodeId;
+use crate::sample::Rng;
 use broadcasts::Broadcasts;
 pub use messages::{Event, Liveness, Member, Message, SwimStats, Update};
 
@@ -125,7 +126,7 @@ pub struct Swim<M> {
     relays: HashMap<u64, Relay>,
     broadcasts: Broadcasts<M>,
     seq: u64,
-    rng: u64,
+    rng: Rng,
     out: VecDeque<(NodeId, Message<M>)>,
     events: VecDeque<Event<M>>,
     stats: SwimStats,
@@ -154,14 +155,14 @@ impl<M: Clone + PartialEq> Swim<M> {
             relays: HashMap::new(),
             broadcasts: Broadcasts::default(),
             seq: 0,
-            rng: seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
+            rng: Rng::new(seed),
             out: VecDeque::new(),
             events: VecDeque::new(),
             stats: SwimStats::default(),
         };
         // Spread anti-entropy rounds out: nodes started together would
         // otherwise swap full lists in the same second.
-        s.last_sync += s.rand(s.cfg.sync_interval.max(1) as usize) as Millis;
+        s.last_sync += s.rng.below(s.cfg.sync_interval as usize) as Millis;
         s
     }
 
@@ -366,7 +367,7 @@ impl<M: Clone + PartialEq> Swim<M> {
             Liveness::Alive => {
                 self.suspects.remove(&u.node);
                 if was.is_none() {
-                    let at = self.rand(self.probe_order.len() + 1);
+                    let at = self.rng.below(self.probe_order.len() + 1);
                     self.probe_order.insert(at, u.node.clone());
                 }
                 self.events.push_back(Event::Up { node: u.node.clone(), meta: u.meta.clone() });
@@ -430,7 +431,7 @@ impl<M: Clone + PartialEq> Swim<M> {
     fn refill_probe_order(&mut self) {
         self.probe_order = self.reachable().to_vec();
         for i in (1..self.probe_order.len()).rev() {
-            let j = self.rand(i + 1);
+            let j = self.rng.below(i + 1);
             self.probe_order.swap(i, j);
         }
     }
@@ -513,7 +514,7 @@ impl<M: Clone + PartialEq> Swim<M> {
         }
         let mut picked: Vec<NodeId> = Vec::with_capacity(count);
         while picked.len() < count {
-            let at = self.rand(len);
+            let at = self.rng.below(len);
             let c = &self.reachable[at];
             if Some(c) != except && !picked.contains(c) {
                 picked.push(c.clone());
@@ -537,13 +538,6 @@ impl<M: Clone + PartialEq> Swim<M> {
         self.seq
     }
 
-    /// Uniform in `0..n` (xorshift64*; n > 0).
-    fn rand(&mut self, n: usize) -> usize {
-        self.rng ^= self.rng >> 12;
-        self.rng ^= self.rng << 25;
-        self.rng ^= self.rng >> 27;
-        (self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1) as u64) as usize
-    }
 }
 
 /// At equal incarnation: Dead beats Suspect beats Alive.

@@ -20,6 +20,7 @@ use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 
 use fragstate_core::ids::NodeId;
+use fragstate_core::sample::Rng;
 use fragstate_core::swim::{Event, Message, Millis, Swim, SwimConfig};
 use serde::Serialize;
 
@@ -78,7 +79,7 @@ struct World {
     seq: u64,
     scheduled: Vec<Millis>,
     stopped: Vec<bool>,
-    rng: u64,
+    rng: Rng,
     loss: f64,
     /// Messages and bytes sent while counting, and each node's peers since the last sample.
     counting: bool,
@@ -103,12 +104,6 @@ impl World {
         self.queue.push(Reverse((at, self.seq)));
     }
 
-    fn rand(&mut self) -> f64 {
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        (self.rng >> 11) as f64 / (1u64 << 53) as f64
-    }
 
     fn start(&mut self, i: usize, now: Millis, cfg: &SwimConfig) {
         let meta = Arc::new(SimMeta { addr: format!("/ip4/10.{}.{}.{}/tcp/7000", i >> 16, (i >> 8) & 255, i & 255), domain: format!("rack-{}", i % 40), free_bytes: 1 << 40 });
@@ -143,7 +138,7 @@ impl World {
                 self.messages += 1;
                 self.bytes += bincode::serialized_size(&msg).unwrap_or(0);
             }
-            if self.loss > 0.0 && self.rand() < self.loss {
+            if self.loss > 0.0 && self.rng.unit() < self.loss {
                 continue;
             }
             let to = self.index[&to];
@@ -151,7 +146,7 @@ impl World {
                 self.peers[i].insert(to);
                 self.peers[to].insert(i);
             }
-            let latency = 1 + (self.rand() * 3.0) as Millis;
+            let latency = 1 + (self.rng.unit() * 3.0) as Millis;
             self.push(now + latency, Ev::Deliver { from: i, to, msg });
         }
         if next < self.scheduled[i] || self.scheduled[i] <= now {
@@ -210,7 +205,7 @@ pub fn run(n: usize, cfg: &SwimConfig, loss: f64, seed: u64) -> MembershipRun {
         seq: 0,
         scheduled: vec![0; n],
         stopped: vec![false; n],
-        rng: seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
+        rng: Rng::new(seed),
         loss,
         counting: false,
         peers: vec![HashSet::new(); n],

@@ -50,13 +50,20 @@ def plot_membership(runs, out):
                        ("join_p99_ms", "a joining node known to 99 %")):
         left.plot(xs, [(r[key] or float("nan")) / 1000 for r in runs], marker="o", label=label)
     left.axhline(5, linestyle="--", color="red", linewidth=1, label="goal 5 s (dead at 99 %)")
+    left.set_ylim(0, 6)
     left.set_ylabel("seconds")
     left.set_title("Failure detection and join spread (SWIM)")
-    right.plot(xs, [r["idle_messages_per_node_s"] for r in runs], marker="o", label="messages sent")
-    right.set_ylabel("messages / node / s")
+    msgs = [r["idle_messages_per_node_s"] for r in runs]
+    peers = [r["idle_peers_per_s_p99"] for r in runs]
+    kib = [r["idle_bytes_per_node_s"] / 1024 for r in runs]
+    right.plot(xs, msgs, marker="o", label="messages sent / s")
+    right.plot(xs, peers, marker="^", label="peers talked to in a second (p99)")
+    right.set_ylabel("messages / s, peers")
+    right.set_ylim(0, max(msgs + peers) * 1.4)
     bytes_ax = right.twinx()
-    bytes_ax.plot(xs, [r["idle_bytes_per_node_s"] / 1024 for r in runs], marker="s", color="tab:orange", label="KiB sent")
+    bytes_ax.plot(xs, kib, marker="s", color="tab:green", label="KiB sent / s")
     bytes_ax.set_ylabel("KiB / node / s")
+    bytes_ax.set_ylim(0, max(kib) * 1.4)
     right.set_title("Idle membership traffic per node")
     for ax in (left, right):
         ax.set_xscale("log")

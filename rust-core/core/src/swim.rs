@@ -35,6 +35,7 @@
 //! shrink with independent confirmations.
 
 mod broadcasts;
+mod config;
 mod messages;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -42,6 +43,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use crate::ids::NodeId;
 use crate::sample::Rng;
 use broadcasts::Broadcasts;
+pub use config::SwimConfig;
 pub use messages::{Event, Liveness, Member, Message, SwimStats, Update};
 
 /// Milliseconds on the caller's monotonic clock.
@@ -50,46 +52,6 @@ pub type Millis = u64;
 /// How often a node that knows no live member asks its seeds again.
 const SEED_RETRY: Millis = 1_000;
 
-/// Timings and fan-outs of the protocol (module docs).
-#[derive(Clone, Debug, PartialEq)]
-pub struct SwimConfig {
-    /// One probe per period.
-    pub protocol_period: Millis,
-    /// Wait for a direct ack before asking others to probe.
-    pub probe_timeout: Millis,
-    /// Members asked to probe a target that did not answer directly.
-    pub indirect_probes: usize,
-    /// Suspicion lasts this many periods × max(1, log10 N).
-    pub suspicion_mult: u32,
-    /// Each update is sent this many times × ⌈log10(N + 1)⌉.
-    pub retransmit_mult: u32,
-    /// Members an update is gossiped to per period while updates are pending.
-    pub gossip_fanout: usize,
-    /// Updates carried by one message at most.
-    pub max_piggyback: usize,
-    /// Full-list exchange with a random member, every this × max(1, N / 128).
-    pub sync_interval: Millis,
-    /// Dead members are forgotten after this.
-    pub dead_retention: Millis,
-}
-
-impl Default for SwimConfig {
-    /// Sized so that a `kill -9`'d node is dead at 99 % of a 1,000-node
-    /// cluster within 5 s (NETWORK.md, "Membership without a full mesh").
-    fn default() -> Self {
-        SwimConfig {
-            protocol_period: 200,
-            probe_timeout: 80,
-            indirect_probes: 3,
-            suspicion_mult: 3,
-            retransmit_mult: 6,
-            gossip_fanout: 3,
-            max_piggyback: 32,
-            sync_interval: 30_000,
-            dead_retention: 60_000,
-        }
-    }
-}
 
 struct Probe {
     target: NodeId,

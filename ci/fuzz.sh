@@ -2,7 +2,7 @@
 # Coverage-guided fuzzing (issue 12) of every decoder that reads bytes from a peer or a disk: wire
 # frames as a server and a client read them, every body kind, hellos, manifests, fragment headers,
 # cell frames, stripe reconstruction from forged cells, a disk store reopened on damaged files,
-# the tombstone file and the cluster key file (targets in rust-core/fuzz/src/lib.rs). AFL++ through
+# the tombstone file, the cluster key file and membership messages (targets in rust-core/fuzz/src/lib.rs). AFL++ through
 # cargo-afl on the stable toolchain (installed on first use, pinned), in persistent mode; the
 # committed corpus (rust-core/fuzz/corpus/<target>/) is the starting point; every past finding sits
 # in rust-core/fuzz/regressions/<target>/ and is replayed by `cargo test` (ci/test.sh).

@@ -160,6 +160,15 @@ impl<M: Clone + PartialEq> Swim<M> {
         self.enqueue(me);
     }
 
+    /// Probe `node` in the next period instead of at its turn in the round:
+    /// its connection just closed with an error (a `kill -9` resets it).
+    pub fn probe_next(&mut self, node: &NodeId) {
+        if self.members.get(node).is_some_and(|m| m.liveness != Liveness::Dead) {
+            self.probe_order.retain(|n| n != node);
+            self.probe_order.push(node.clone());
+        }
+    }
+
     /// Leave on purpose: tell `gossip_fanout` members (and they the rest)
     /// that this node is gone. The caller sends what [`Swim::poll_send`]
     /// gives, then stops.

@@ -23,6 +23,7 @@ use fragstate_core::codec::StripeCodec;
 use fragstate_core::format::{self, CellFrame, Manifest, CELL_FRAME_HEADER_LEN};
 use fragstate_core::params::{CodingParams, Compression, MAX_CELL_SIZE, MIN_CELL_SIZE};
 use fragstate_core::version::ManifestPut;
+use fragstate_net::swim_wire;
 use fragstate_net::tombstone_log::TombstoneLog;
 use fragstate_net::tombstone_set::{TombstoneLimits, TombstoneSet, MAX_CLOCK_SKEW_MS, MAX_TOMBSTONE_PATH};
 use fragstate_net::wire::{self, Expect, GetCellReq, Kind, ListPage, ListReq, NodeStats, Tombstone, WireDelete, WireDeleteStats, WireError};
@@ -48,6 +49,7 @@ pub const TARGETS: &[Target] = &[
     Target { name: "store_reopen", run: store_reopen },
     Target { name: "tombstone_log", run: tombstone_log },
     Target { name: "cluster_key", run: cluster_key },
+    Target { name: "swim", run: swim },
 ];
 
 /// The target called `name`.
@@ -162,6 +164,14 @@ pub fn hello(data: &[u8]) {
         assert_eq!(h.protocol_version, wire::PROTOCOL_VERSION);
         assert_eq!(wire::encode(&h), data, "hello: re-encodes to other bytes");
     }
+}
+
+/// A membership message (`/fragstate/swim/1.0.0`) from a peer: one that
+/// decodes is within every bound `swim_wire::decode` checks and re-encodes to
+/// the same bytes.
+pub fn swim(data: &[u8]) {
+    let Ok(m) = swim_wire::decode(data) else { return };
+    assert_eq!(swim_wire::encode(&m), data, "swim: re-encodes to other bytes");
 }
 
 /// A manifest envelope, from a peer or a store file. A valid one re-encodes

@@ -10,7 +10,9 @@ use fragstate_core::codec::StripeCodec;
 use fragstate_core::format::{self, FragmentHeader, Manifest, ObjectSummary};
 use fragstate_core::ids::NodeId;
 use fragstate_core::params::{CodingParams, Compression};
+use fragstate_core::swim::{Liveness, Message, Update};
 use fragstate_core::version::{ManifestPut, WriteVersion};
+use fragstate_net::swim_wire::{self, NodeMeta};
 use fragstate_net::tombstone_log::TombstoneLog;
 use fragstate_net::tombstone_set::{TombstoneLimits, TombstoneSet};
 use fragstate_net::wire::{self, GetCellReq, Hello, Kind, ListPage, ListReq, NodeStats, Role, Tombstone, WireDelete, WireDeleteStats, WireError};
@@ -193,7 +195,27 @@ pub fn all() -> Vec<Seed> {
         "key",
         libp2p::pnet::PreSharedKey::new([0x5e; 32]).to_string().into_bytes(),
     );
+    add("swim", "ping", swim_wire::encode(&Message::Ping { seq: 1, updates: vec![member(1), Update { liveness: Liveness::Suspect, ..member(2) }] }));
+    add("swim", "ping-req", swim_wire::encode(&Message::PingReq { seq: 2, target: member(3).node, updates: vec![] }));
+    add("swim", "sync", swim_wire::encode(&Message::Sync { members: (1..=4).map(member).collect(), reply: true }));
     seeds
+}
+
+/// Membership news of a storage node with a fixed identity (seed `i`).
+fn member(i: u8) -> Update<NodeMeta> {
+    let id = libp2p::identity::Keypair::ed25519_from_bytes([i; 32]).expect("32 bytes are an ed25519 secret key");
+    Update {
+        node: NodeId::from(id.public().to_peer_id().to_base58()),
+        incarnation: NOW_MS,
+        liveness: Liveness::Alive,
+        meta: NodeMeta {
+            protocol_version: wire::PROTOCOL_VERSION,
+            role: Role::Storage,
+            domain: format!("rack-{i}"),
+            free_bytes: 1 << 40,
+            addrs: vec![format!("/ip4/10.0.0.{i}/tcp/7710")],
+        },
+    }
 }
 
 /// A tombstone log as a node writes it: three appends after open.

@@ -15,6 +15,7 @@
 //! - `server`: answers requests from the local store.
 //! - `transport`: the `Transport` implementation.
 //! - [`services`]: repair and reclaim on storage nodes.
+//! - [`swim_wire`]: the membership protocol's messages and their bounded decoding (not spoken yet).
 //!
 //! `NETWORK.md` beside this crate describes the protocol, the security
 //! model and the pitfalls met on the way.
@@ -32,6 +33,7 @@ mod server;
 pub mod services;
 mod state;
 mod swarm;
+pub mod swim_wire;
 pub mod tombstone_log;
 pub mod tombstone_set;
 mod tombstones;

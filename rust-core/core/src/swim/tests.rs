@@ -237,3 +237,16 @@ fn a_node_whose_join_was_lost_asks_its_seed_again() {
     assert_eq!(net.nodes[3].live_count(), 3);
     assert_eq!(net.liveness(1, 3), Some(Liveness::Alive));
 }
+
+#[test]
+fn a_member_hinted_as_gone_is_probed_in_the_next_period() {
+    let mut net = Net::joined(30);
+    net.run(2_000);
+    net.dead.insert(9);
+    net.nodes[0].probe_next(&id(9));
+    let probes = net.nodes[0].stats().probes;
+    while net.nodes[0].stats().probes == probes {
+        net.run(1);
+    }
+    assert_eq!(net.nodes[0].probe.as_ref().map(|p| p.target.clone()), Some(id(9)), "not at its turn among 29 members");
+}

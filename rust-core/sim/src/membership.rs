@@ -86,7 +86,8 @@ struct World {
     peers: Vec<HashSet<usize>>,
     messages: u64,
     bytes: u64,
-    downs: Vec<(Millis, usize, usize)>,
+    /// (when, of whom) for every Down event any node reported.
+    downs: Vec<(Millis, usize)>,
     /// When each node first knew the node of `watch_up` alive.
     watch_up: Option<usize>,
     ups: Vec<Millis>,
@@ -123,7 +124,7 @@ impl World {
         }
         while let Some(e) = node.poll_event() {
             match e {
-                Event::Down(n) => self.downs.push((now, i, self.index[&n])),
+                Event::Down(n) => self.downs.push((now, self.index[&n])),
                 Event::Suspect(_) => {}
                 Event::Up { node, .. } => {
                     if self.watch_up == Some(self.index[&node]) {
@@ -268,27 +269,31 @@ pub fn run(n: usize, cfg: &SwimConfig, loss: f64, seed: u64) -> MembershipRun {
     w.stopped[victim] = true;
     let stopped_at = now;
     w.run_until(now + 30_000);
-    let mut times: Vec<Millis> = w.downs[downs_before..].iter().filter(|(_, _, of)| *of == victim).map(|(t, _, _)| t - stopped_at).collect();
+    let mut times: Vec<Millis> = w.downs[downs_before..].iter().filter(|(_, of)| *of == victim).map(|(t, _)| t - stopped_at).collect();
     times.sort_unstable();
-    let pct = |v: &[Millis], p: f64| (!v.is_empty()).then(|| v[((v.len() as f64 * p).ceil() as usize).clamp(1, v.len()) - 1]);
     MembershipRun {
         nodes: n,
         loss,
         converge_ms,
         settled_ms,
-        join_p99_ms: if all_knew { pct(&ups, 0.99) } else { None },
+        join_p99_ms: if all_knew { percentile(&ups, 99) } else { None },
         join_max_ms: if all_knew { ups.last().copied() } else { None },
         idle_messages_per_node_s: w.messages as f64 / (n - 1) as f64 / (idle_window as f64 / 1000.0),
         idle_bytes_per_node_s: w.bytes as f64 / (n - 1) as f64 / (idle_window as f64 / 1000.0),
-        idle_peers_per_s_p99: peer_counts[(peer_counts.len() * 99).div_ceil(100).clamp(1, peer_counts.len()) - 1],
+        idle_peers_per_s_p99: percentile(&peer_counts, 99).unwrap_or(0),
         idle_peers_per_s_max: peer_counts.last().copied().unwrap_or(0),
-        dead_p50_ms: pct(&times, 0.5),
-        dead_p99_ms: if times.len() + 1 >= n { pct(&times, 0.99) } else { None },
+        dead_p50_ms: percentile(&times, 50),
+        dead_p99_ms: if times.len() + 1 >= n { percentile(&times, 99) } else { None },
         dead_max_ms: if times.len() + 1 >= n { times.last().copied() } else { None },
         dead_share: times.len() as f64 / (n - 1) as f64,
-        false_downs: w.downs[downs_before..].iter().filter(|(_, _, of)| *of != victim).count(),
+        false_downs: w.downs[downs_before..].iter().filter(|(_, of)| *of != victim).count(),
         false_suspicions,
     }
+}
+
+/// The nearest-rank `percent` percentile of `sorted` (`None` when empty).
+fn percentile<T: Copy>(sorted: &[T], percent: usize) -> Option<T> {
+    (!sorted.is_empty()).then(|| sorted[(sorted.len() * percent).div_ceil(100).clamp(1, sorted.len()) - 1])
 }
 
 #[cfg(test)]

@@ -461,9 +461,14 @@ impl<M: Clone + PartialEq> Swim<M> {
         Update { node: self.me.clone(), incarnation: self.incarnation, liveness, meta: self.meta.clone() }
     }
 
+    /// This node and its members, in id order: the receiver applies them in
+    /// that order and draws a random probe position for each newcomer, so a
+    /// hash map's per-process order would make seeded runs differ.
     fn full_list(&self) -> Vec<Update<M>> {
+        let mut members: Vec<(&NodeId, &Member<M>)> = self.members.iter().collect();
+        members.sort_unstable_by(|a, b| a.0.cmp(b.0));
         let mut v = vec![self.my_update(Liveness::Alive)];
-        v.extend(self.members.iter().map(|(n, m)| Update { node: n.clone(), incarnation: m.incarnation, liveness: m.liveness, meta: m.meta.clone() }));
+        v.extend(members.into_iter().map(|(n, m)| Update { node: n.clone(), incarnation: m.incarnation, liveness: m.liveness, meta: m.meta.clone() }));
         v
     }
 

@@ -13,7 +13,7 @@
 //!   ones. No ack by the end of the period: the member is *suspect*.
 //! - **Suspicion.** A suspect is still a member. Every node that hears of the
 //!   suspicion starts its own timer of `suspicion_mult × max(1, log10 N)`
-//!   periods and declares the suspect *dead* when it expires, so a death
+//!   periods (at least `min_suspicion`) and declares the suspect *dead* when it expires, so a death
 //!   needs no further message. Only the suspect can refute, by announcing
 //!   itself alive with a higher incarnation number (a restarted node starts
 //!   from the caller's clock, so it is newer than what it was).
@@ -501,7 +501,8 @@ impl<M: Clone + PartialEq> Swim<M> {
 
     fn suspicion_timeout(&self) -> Millis {
         let n = (self.members.len() + 1) as f64;
-        (self.cfg.suspicion_mult as f64 * n.log10().max(1.0) * self.cfg.protocol_period as f64) as Millis
+        let scaled = (self.cfg.suspicion_mult as f64 * n.log10().max(1.0) * self.cfg.protocol_period as f64) as Millis;
+        scaled.max(self.cfg.min_suspicion)
     }
 
     fn retransmit_limit(&self) -> u32 {

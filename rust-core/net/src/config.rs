@@ -9,6 +9,9 @@ use libp2p::{Multiaddr, StreamProtocol};
 
 use fragstate_store::FragmentStore;
 
+use fragstate_core::error::Error;
+use fragstate_core::swim::SwimConfig;
+
 use crate::tombstone_set::TombstoneLimits;
 use crate::wire::Role;
 
@@ -18,10 +21,55 @@ pub(crate) const IDENTIFY_PROTOCOL: &str = "/fragstate/id/1.0.0";
 /// Tombstones carried in one hello (newest first).
 pub(crate) const MAX_TOMBSTONES_PER_HELLO: usize = 1000;
 
+/// How nodes learn who is live (one mode per cluster: nodes of different
+/// modes do not see each other as live).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Membership {
+    /// Every node connects to every other, pings each and sends each a hello
+    /// every `hello_interval`; live means connected. Right for tens of nodes.
+    #[default]
+    Mesh,
+    /// SWIM over `/fragstate/swim/1.0.0` (`swim_node.rs`, NETWORK.md
+    /// "Membership without a full mesh"): connections only to the peers a node
+    /// talks to, closed after [`SWIM_IDLE_CONNECTION_TIMEOUT`] unused; live
+    /// means a SWIM member that is not dead.
+    Swim,
+}
+
+impl std::str::FromStr for Membership {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s.trim() {
+            "mesh" => Ok(Membership::Mesh),
+            "swim" => Ok(Membership::Swim),
+            other => Err(Error::invalid("membership", other, "mesh (every node connected to every other) or swim (gossip, connections on demand)")),
+        }
+    }
+}
+
+impl std::fmt::Display for Membership {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Membership::Mesh => "mesh",
+            Membership::Swim => "swim",
+        })
+    }
+}
+
+/// Connections unused for this long close in [`Membership::Swim`] (a node
+/// probes a different member every period, so at 1,000 nodes a longer
+/// timeout would keep hundreds open).
+pub const SWIM_IDLE_CONNECTION_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How a node runs. [`NetConfig::new`] gives the defaults.
 #[derive(Clone)]
 pub struct NetConfig {
     pub identity: Keypair,
+    /// Set with [`NetConfig::set_membership`].
+    pub membership: Membership,
+    /// SWIM's timings ([`Membership::Swim`]).
+    pub swim: SwimConfig,
     pub listen: Vec<Multiaddr>,
     pub bootstrap: Vec<Multiaddr>,
     /// `None` only when the operator chose an open cluster explicitly.
@@ -63,6 +111,8 @@ impl NetConfig {
     pub fn new(identity: Keypair, role: Role, cluster_key: Option<PreSharedKey>) -> Self {
         NetConfig {
             identity,
+            membership: Membership::Mesh,
+            swim: SwimConfig::default(),
             listen: vec!["/ip4/127.0.0.1/tcp/0".parse().expect("valid multiaddr")],
             bootstrap: Vec::new(),
             cluster_key,
@@ -83,6 +133,18 @@ impl NetConfig {
             tombstone_limits: TombstoneLimits::default(),
             #[cfg(feature = "bench")]
             serve_bench_frames: false,
+        }
+    }
+}
+
+impl NetConfig {
+    /// Runs the node with `membership`; [`Membership::Swim`] also closes
+    /// unused connections after [`SWIM_IDLE_CONNECTION_TIMEOUT`] (the mesh
+    /// keeps them: there a closed connection is a peer gone).
+    pub fn set_membership(&mut self, membership: Membership) {
+        self.membership = membership;
+        if membership == Membership::Swim {
+            self.idle_connection_timeout = self.idle_connection_timeout.min(SWIM_IDLE_CONNECTION_TIMEOUT);
         }
     }
 }

@@ -9,13 +9,14 @@
 //! - `state`: what the node's tasks share.
 //! - `swarm`: transport, behaviours and the task that drives them.
 //! - `pending_limit`: half-open incoming connections per remote address.
-//! - `membership`: live peers from hellos.
+//! - `membership`: live peers from hellos (mesh).
+//! - `swim_node`: live peers from SWIM ([`config::Membership::Swim`]).
 //! - `tombstones`: deletes remembered for nodes that were away.
 //! - `pool`: request streams per peer, one request with its retry.
 //! - `server`: answers requests from the local store.
 //! - `transport`: the `Transport` implementation.
 //! - [`services`]: repair and reclaim on storage nodes.
-//! - [`swim_wire`]: the membership protocol's messages and their bounded decoding (not spoken yet).
+//! - [`swim_wire`]: the SWIM protocol's messages and their bounded decoding.
 //!
 //! `NETWORK.md` beside this crate describes the protocol, the security
 //! model and the pitfalls met on the way.
@@ -33,6 +34,7 @@ mod server;
 pub mod services;
 mod state;
 mod swarm;
+mod swim_node;
 pub mod swim_wire;
 pub mod tombstone_log;
 pub mod tombstone_set;
@@ -40,7 +42,7 @@ mod tombstones;
 mod transport;
 pub mod wire;
 
-pub use config::{hostname, NetConfig, FRAG_PROTOCOL};
+pub use config::{hostname, Membership, NetConfig, FRAG_PROTOCOL, SWIM_IDLE_CONNECTION_TIMEOUT};
 pub use node::NetNode;
 pub use peer_limit::{FRAME_BYTES_PER_PEER, MAX_FRAME_BYTES, MAX_STREAMS, STREAMS_PER_PEER, UPLOADS_PER_PEER};
 pub use pending_limit::MAX_PENDING_INCOMING_PER_ADDRESS;

@@ -1,6 +1,7 @@
 //! Who is live: peers and their hellos (role, failure domain, free bytes,
 //! recent tombstones), exchanged on every new connection and every
-//! `hello_interval`.
+//! `hello_interval` in [`Membership::Mesh`]; in [`Membership::Swim`] the
+//! swim task (`swim_node`) marks members live and hellos only greet joiners.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -12,19 +13,21 @@ use fragstate_core::error::Error;
 use fragstate_core::ids::{now_unix_ms, NodeId};
 use fragstate_core::placement::NodeInfo;
 
-use crate::config::MAX_TOMBSTONES_PER_HELLO;
+use crate::config::{Membership, MAX_TOMBSTONES_PER_HELLO};
 use crate::state::{lock, Cmd, Inner};
 use crate::wire::{self, Hello, Kind, Role};
 
 impl Inner {
     pub(crate) fn is_live_storage(&self, peer: &PeerId) -> bool {
-        lock(&self.peers).get(peer).is_some_and(|p| p.connections > 0 && p.hello.as_ref().is_some_and(|h| h.role == Role::Storage))
+        let m = self.cfg.membership;
+        lock(&self.peers).get(peer).is_some_and(|p| p.live(m) && p.hello.as_ref().is_some_and(|h| h.role == Role::Storage))
     }
 
     pub fn live(&self) -> Vec<NodeInfo> {
+        let m = self.cfg.membership;
         let mut v: Vec<NodeInfo> = lock(&self.peers)
             .iter()
-            .filter(|(_, p)| p.connections > 0)
+            .filter(|(_, p)| p.reachable(m))
             .filter_map(|(id, p)| {
                 let h = p.hello.as_ref()?;
                 (h.role == Role::Storage).then(|| NodeInfo { id: NodeId::from(id.to_base58()), domain: Arc::from(h.domain.as_str()), free_bytes: h.free_bytes })
@@ -45,7 +48,7 @@ impl Inner {
         }
         let Ok(pid) = node.as_str().parse::<PeerId>() else { return Some(self.started) };
         match lock(&self.peers).get(&pid) {
-            Some(p) if p.connections > 0 && p.hello.is_some() => None,
+            Some(p) if p.live(self.cfg.membership) => None,
             Some(p) => Some(p.left_at.unwrap_or(self.started)),
             None => Some(self.started),
         }
@@ -70,7 +73,8 @@ impl Inner {
         let joined = {
             let mut peers = lock(&self.peers);
             let p = peers.entry(peer).or_default();
-            let joined = p.hello.is_none() && p.connections > 0;
+            // Under SWIM the swim task logs and announces joins.
+            let joined = self.cfg.membership == Membership::Mesh && p.hello.is_none() && p.connections > 0;
             let h = Hello { tombstones: Vec::new(), ..hello };
             if joined {
                 tracing::info!(%peer, role = ?h.role, domain = %h.domain, free_bytes = h.free_bytes, "peer joined");
@@ -111,6 +115,11 @@ pub(crate) async fn hello_task(inner: Arc<Inner>) {
             biased;
             _ = shutdown.changed() => break,
             _ = tick.tick() => {
+                if inner.cfg.membership == Membership::Swim {
+                    // SWIM carries what hellos did; tombstones travel in the hellos greeting a joiner.
+                    inner.maintain_tombstones();
+                    continue;
+                }
                 let peers: Vec<PeerId> = lock(&inner.peers).iter().filter(|(_, p)| p.connections > 0).map(|(id, _)| *id).collect();
                 tokio::select! {
                     biased;
@@ -130,6 +139,7 @@ pub(crate) fn peer_left(inner: &Inner, peer: PeerId, why: &str) {
         let was = p.hello.is_some();
         p.connections = 0;
         p.hello = None;
+        p.member = false;
         p.left_at = Some(Instant::now());
         was
     };

@@ -18,13 +18,15 @@ use fragstate_core::error::{Error, Result};
 use fragstate_core::ids::{now_unix_ms, NodeId};
 use fragstate_store::FragmentStore;
 
-use crate::config::{FRAG_PROTOCOL, NetConfig};
+use crate::config::{Membership, FRAG_PROTOCOL, NetConfig};
 use crate::membership::hello_task;
 use crate::peer_limit::{FrameBytes, PeerLimit, UPLOADS_PER_PEER};
 use crate::pool::expect_kind;
 use crate::server::accept_task;
-use crate::state::{lock, Counters, Inner, Tombstones};
+use crate::state::{lock, Counters, Inner, SwimInput, Tombstones};
 use crate::swarm::{build_swarm, swarm_task};
+use crate::swim_node::{swim_accept_task, swim_task};
+use crate::swim_wire::SWIM_PROTOCOL;
 use crate::tombstone_log::TombstoneLog;
 use crate::tombstone_set::TombstoneSet;
 use crate::wire::{self, Kind, NodeStats, Role};
@@ -51,6 +53,15 @@ impl NetNode {
         let incoming = control
             .accept(FRAG_PROTOCOL)
             .map_err(|_| Error::Usage { component: "fragstate network node", reason: "fragment protocol registered twice".into() })?;
+        let swim = match cfg.membership {
+            Membership::Mesh => None,
+            Membership::Swim => {
+                let incoming = control
+                    .accept(SWIM_PROTOCOL)
+                    .map_err(|_| Error::Usage { component: "fragstate network node", reason: "membership protocol registered twice".into() })?;
+                Some((mpsc::unbounded_channel(), incoming))
+            }
+        };
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let (shutdown, _) = watch::channel(false);
         let mut set = TombstoneSet::new(cfg.tombstone_limits);
@@ -70,6 +81,7 @@ impl NetNode {
             listen_addrs: Mutex::new(Vec::new()),
             tombstones: Mutex::new(tombstones),
             membership: Notify::new(),
+            swim: swim.as_ref().map(|((tx, _), _)| tx.clone()),
             counters: Counters::default(),
             scrub: ScrubShared::new(),
             started: Instant::now(),
@@ -82,10 +94,15 @@ impl NetNode {
         node.spawn(swarm_task(inner.clone(), swarm, cmd_rx));
         node.spawn(accept_task(inner.clone(), incoming));
         node.spawn(hello_task(inner.clone()));
-        // Wait until the listeners are up, so that the addresses can be printed.
+        // Wait until the listeners are up, so that the addresses can be printed
+        // (and SWIM announces them).
         let deadline = Instant::now() + Duration::from_secs(5);
         while lock(&inner.listen_addrs).len() < inner.cfg.listen.len() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        if let Some(((_, inbox), incoming)) = swim {
+            node.spawn(swim_accept_task(inner.clone(), incoming));
+            node.spawn(swim_task(inner.clone(), inbox));
         }
         Ok(node)
     }
@@ -187,7 +204,14 @@ impl NetNode {
     }
 
     /// Stops every task, closes the connections and waits for the tasks to end.
+    /// Under SWIM the node first tells some members that it leaves, so that
+    /// the others need not wait out a suspicion.
     pub async fn shutdown(&self) {
+        if self.inner.swim.is_some() && !*self.inner.shutdown.borrow() {
+            let (done, left) = tokio::sync::oneshot::channel();
+            self.inner.to_swim(SwimInput::Leave(done));
+            let _ = tokio::time::timeout(Duration::from_secs(3), left).await;
+        }
         let _ = self.inner.shutdown.send(true);
         let tasks: Vec<_> = std::mem::take(&mut *lock(&self.tasks));
         for t in tasks {

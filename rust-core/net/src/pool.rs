@@ -5,12 +5,13 @@
 use std::time::{Duration, Instant};
 
 use libp2p::{PeerId, Stream};
+use tokio::sync::oneshot;
 
 use fragstate_core::error::{Error, Result};
 use fragstate_core::ids::NodeId;
 
-use crate::config::FRAG_PROTOCOL;
-use crate::state::{lock, Inner};
+use crate::config::{Membership, FRAG_PROTOCOL};
+use crate::state::{lock, Cmd, Inner};
 use crate::wire::{self, Expect, Frame, Kind, WireError};
 
 pub(crate) fn node_fault(node: &NodeId, e: impl std::fmt::Display) -> Error {
@@ -28,8 +29,11 @@ pub(crate) fn expect_kind(node: &NodeId, f: &Frame, want: Kind) -> Result<()> {
 impl Inner {
     pub(crate) fn peer_of(&self, node: &NodeId) -> Result<PeerId> {
         let pid: PeerId = node.as_str().parse().map_err(|_| node_fault(node, "not a peer id"))?;
-        if lock(&self.peers).get(&pid).is_none_or(|p| p.connections == 0) {
-            return Err(node_fault(node, "not connected"));
+        if lock(&self.peers).get(&pid).is_none_or(|p| !p.reachable(self.cfg.membership)) {
+            return Err(node_fault(node, match self.cfg.membership {
+                Membership::Mesh => "not connected",
+                Membership::Swim => "not a live member",
+            }));
         }
         Ok(pid)
     }
@@ -37,10 +41,32 @@ impl Inner {
     pub(crate) async fn open_stream(&self, peer: PeerId) -> Result<Stream> {
         let mut control = self.control.clone();
         let node = NodeId::from(peer.to_base58());
+        if self.cfg.membership == Membership::Swim {
+            self.connect(peer, self.cfg.request_timeout).await.map_err(|e| node_fault(&node, e))?;
+        }
         match tokio::time::timeout(self.cfg.request_timeout, control.open_stream(peer, FRAG_PROTOCOL)).await {
             Ok(Ok(s)) => Ok(s),
             Ok(Err(e)) => Err(node_fault(&node, e)),
             Err(_) => Err(Error::Timeout { node, millis: self.cfg.request_timeout.as_millis() as u64 }),
+        }
+    }
+
+    /// Connects to `peer` at its known addresses unless it is connected
+    /// ([`Membership::Swim`] opens connections on demand). libp2p-stream
+    /// would dial by itself, but without addresses of its own and with room
+    /// for one dial request at a time: a burst of streams to unconnected
+    /// peers lost dials and waited out the timeout.
+    pub(crate) async fn connect(&self, peer: PeerId, timeout: Duration) -> std::result::Result<(), String> {
+        if lock(&self.peers).get(&peer).is_some_and(|p| p.connections > 0) {
+            return Ok(());
+        }
+        let (done, answer) = oneshot::channel();
+        let stopping = || "the node is stopping".to_string();
+        self.cmd.send(Cmd::Dial { peer, done }).map_err(|_| stopping())?;
+        match tokio::time::timeout(timeout, answer).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err(stopping()),
+            Err(_) => Err(format!("no connection within {} ms", timeout.as_millis())),
         }
     }
 
@@ -101,7 +127,7 @@ impl Inner {
     pub(crate) fn retryable(&self, peer: &PeerId, e: &Error, attempt: usize) -> bool {
         attempt + 1 < REQUEST_ATTEMPTS
             && matches!(e, Error::NodeUnavailable { .. })
-            && lock(&self.peers).get(peer).is_some_and(|p| p.connections > 0)
+            && lock(&self.peers).get(peer).is_some_and(|p| p.reachable(self.cfg.membership))
     }
 
     /// One request and its response on a pooled stream, retried on a new

@@ -14,10 +14,11 @@ use fragstate_client::scrubber::ScrubShared;
 use fragstate_client::ClientStats;
 use fragstate_store::FragmentStore;
 use libp2p::{Multiaddr, PeerId, Stream};
-use tokio::sync::{mpsc, watch, Notify};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 
-use crate::config::NetConfig;
+use crate::config::{Membership, NetConfig};
 use crate::peer_limit::{FrameBytes, PeerLimit};
+use crate::swim_wire::SwimMessage;
 use crate::tombstone_log::TombstoneLog;
 use crate::tombstone_set::TombstoneSet;
 use crate::wire::{Hello, NodeStats};
@@ -57,6 +58,8 @@ pub(crate) struct Inner {
     pub(crate) listen_addrs: Mutex<Vec<Multiaddr>>,
     pub(crate) tombstones: Mutex<Tombstones>,
     pub(crate) membership: Notify,
+    /// The SWIM task's inbox ([`Membership::Swim`] only).
+    pub(crate) swim: Option<mpsc::UnboundedSender<SwimInput>>,
     pub counters: Counters,
     /// Corrupt-cell reports for this node's scrubber, and its counters.
     pub(crate) scrub: Arc<ScrubShared>,
@@ -80,7 +83,13 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Default)]
 pub(crate) struct Peer {
     pub(crate) connections: usize,
+    /// Its description: from its hello (mesh) or its SWIM meta (swim; its
+    /// hello, exchanged when it joins, carries tombstones only).
     pub(crate) hello: Option<Hello>,
+    /// A live SWIM member ([`Membership::Swim`]).
+    pub(crate) member: bool,
+    /// Where it listens, from its SWIM meta or the address it was dialled at.
+    pub(crate) addrs: Vec<Multiaddr>,
     /// Set when the last connection closed.
     pub(crate) left_at: Option<Instant>,
     /// Connections to the peer that closed, for whatever reason (a second
@@ -88,8 +97,39 @@ pub(crate) struct Peer {
     pub(crate) connections_closed: u64,
 }
 
+impl Peer {
+    /// Requests can go to it: connected (mesh), or a live SWIM member,
+    /// connected on demand (swim).
+    pub(crate) fn reachable(&self, membership: Membership) -> bool {
+        match membership {
+            Membership::Mesh => self.connections > 0,
+            Membership::Swim => self.member,
+        }
+    }
+
+    /// It counts among the live nodes: reachable and described.
+    pub(crate) fn live(&self, membership: Membership) -> bool {
+        self.reachable(membership) && self.hello.is_some()
+    }
+}
+
+/// What the swim task is told by the node's other tasks.
+pub(crate) enum SwimInput {
+    /// A message `from` a peer (its peer id is authenticated by the connection).
+    Message(PeerId, SwimMessage),
+    /// A bootstrap address was reached: this peer is a seed to join through.
+    Seed(PeerId),
+    /// A connection to the peer failed (reset, pings lost): probe it next.
+    ConnectionFailed(PeerId),
+    /// Tell some members this node leaves, then stop; answered when the messages are out.
+    Leave(oneshot::Sender<()>),
+}
+
 pub(crate) enum Cmd {
     Disconnect(PeerId),
+    /// Connect to the peer at its known addresses; the answer comes when a
+    /// connection is up or the dial failed.
+    Dial { peer: PeerId, done: oneshot::Sender<std::result::Result<(), String>> },
 }
 
 impl Inner {

@@ -24,11 +24,11 @@ use tokio::sync::mpsc;
 
 use fragstate_core::error::{Error, Result};
 
-use crate::config::{hostname, IDENTIFY_PROTOCOL, KAD_PROTOCOL, NetConfig};
+use crate::config::{hostname, Membership, IDENTIFY_PROTOCOL, KAD_PROTOCOL, NetConfig};
 use crate::membership::{exchange_hello, peer_left};
 use crate::pending_limit::{self, MAX_PENDING_INCOMING_PER_ADDRESS};
 use crate::ping_failures::{PingFailures, PingVerdict};
-use crate::state::{lock, Cmd, Inner};
+use crate::state::{lock, Cmd, Inner, SwimInput};
 
 /// Connections being set up from outside (TCP accepted, noise handshake not
 /// done; each an fd in the Flink JVM for up to the 10 s handshake timeout):
@@ -238,14 +238,15 @@ impl BootstrapDials {
         }
     }
 
-    fn event(&mut self, ev: &SwarmEvent<BehaviourEvent>) {
+    /// Follows a swarm event; returns the peer a bootstrap dial reached.
+    fn event(&mut self, ev: &SwarmEvent<BehaviourEvent>) -> Option<PeerId> {
         match ev {
-            SwarmEvent::ConnectionEstablished { connection_id, .. } => {
-                if let Some(addr) = self.pending.remove(connection_id) {
-                    if self.warned.remove(&addr).is_some() {
-                        tracing::info!(%addr, "bootstrap address reached");
-                    }
+            SwarmEvent::ConnectionEstablished { connection_id, peer_id, .. } => {
+                let addr = self.pending.remove(connection_id)?;
+                if self.warned.remove(&addr).is_some() {
+                    tracing::info!(%addr, "bootstrap address reached");
                 }
+                return Some(*peer_id);
             }
             SwarmEvent::OutgoingConnectionError { connection_id, error, .. } => {
                 if let Some(addr) = self.pending.remove(connection_id) {
@@ -253,6 +254,35 @@ impl BootstrapDials {
                 }
             }
             _ => {}
+        }
+        None
+    }
+}
+
+/// Tasks waiting for a connection to a peer ([`Cmd::Dial`]).
+#[derive(Default)]
+struct DialWaiters(HashMap<PeerId, Vec<tokio::sync::oneshot::Sender<std::result::Result<(), String>>>>);
+
+impl DialWaiters {
+    /// Dials `peer` at the addresses its SWIM meta (or a dial to it) gave, unless connected or dialling.
+    fn dial(&mut self, inner: &Inner, swarm: &mut Swarm<Behaviour>, peer: PeerId, done: tokio::sync::oneshot::Sender<std::result::Result<(), String>>) {
+        if swarm.is_connected(&peer) {
+            let _ = done.send(Ok(()));
+            return;
+        }
+        let addrs = lock(&inner.peers).get(&peer).map(|p| p.addrs.clone()).unwrap_or_default();
+        let opts = DialOpts::peer_id(peer).addresses(addrs).extend_addresses_through_behaviour().condition(PeerCondition::DisconnectedAndNotDialing).build();
+        match swarm.dial(opts) {
+            Ok(()) | Err(libp2p::swarm::DialError::DialPeerConditionFalse(_)) => self.0.entry(peer).or_default().push(done),
+            Err(e) => {
+                let _ = done.send(Err(e.to_string()));
+            }
+        }
+    }
+
+    fn finish(&mut self, peer: &PeerId, result: std::result::Result<(), String>) {
+        for done in self.0.remove(peer).unwrap_or_default() {
+            let _ = done.send(result.clone());
         }
     }
 }
@@ -294,6 +324,8 @@ pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, m
     let mut bootstrap = BootstrapDials::default();
     let mut refused = RefusedConnections::default();
     let mut pings = PingFailures::new(inner.cfg.ping_failures_to_drop);
+    let mut dials = DialWaiters::default();
+    let mesh = inner.cfg.membership == Membership::Mesh;
     bootstrap.dial_all(&mut swarm, &inner.cfg.bootstrap, &inner.cfg.listen);
     let mut tick = tokio::time::interval(Duration::from_secs(3));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -304,15 +336,19 @@ pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, m
                 Cmd::Disconnect(peer) => {
                     let _ = swarm.disconnect_peer_id(peer);
                 }
+                Cmd::Dial { peer, done } => dials.dial(&inner, &mut swarm, peer, done),
             },
             _ = tick.tick() => {
                 // Find peers that joined elsewhere; redial the bootstrap nodes when alone.
-                let connected = swarm.connected_peers().count();
-                if connected == 0 {
+                let alone = if mesh { swarm.connected_peers().count() == 0 } else { inner.live_members() == 0 };
+                if alone {
                     let listen: Vec<Multiaddr> = inner.cfg.listen.iter().chain(lock(&inner.listen_addrs).iter()).cloned().collect();
                     bootstrap.dial_all(&mut swarm, &inner.cfg.bootstrap, &listen);
-                } else {
+                } else if mesh {
                     let _ = swarm.behaviour_mut().kad.bootstrap();
+                }
+                if !mesh {
+                    continue;
                 }
                 // Peers that left recently may be back (restart, or a ping timeout under load).
                 let recent: Vec<PeerId> = lock(&inner.peers)
@@ -325,7 +361,14 @@ pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, m
                 }
             }
             ev = swarm.select_next_some() => {
-                bootstrap.event(&ev);
+                if let Some(seed) = bootstrap.event(&ev) {
+                    inner.to_swim(SwimInput::Seed(seed));
+                }
+                match &ev {
+                    SwarmEvent::ConnectionEstablished { peer_id, .. } => dials.finish(peer_id, Ok(())),
+                    SwarmEvent::OutgoingConnectionError { peer_id: Some(p), error, .. } if !swarm.is_connected(p) => dials.finish(p, Err(error.to_string())),
+                    _ => {}
+                }
                 if let SwarmEvent::IncomingConnectionError { send_back_addr, error, .. } = &ev {
                     refused.record(send_back_addr, error);
                 } else {
@@ -378,18 +421,36 @@ fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, pings: &mut Pi
             lock(&inner.listen_addrs).push(address);
         }
         SwarmEvent::ConnectionEstablished { peer_id, endpoint, num_established, .. } => {
-            lock(&inner.peers).entry(peer_id).or_default().connections = num_established.get() as usize;
+            {
+                let mut peers = lock(&inner.peers);
+                let p = peers.entry(peer_id).or_default();
+                p.connections = num_established.get() as usize;
+                if endpoint.is_dialer() && p.addrs.is_empty() {
+                    p.addrs.push(endpoint.get_remote_address().clone());
+                }
+            }
             if endpoint.is_dialer() {
                 swarm.behaviour_mut().kad.add_address(&peer_id, endpoint.get_remote_address().clone());
             }
             tracing::debug!(%peer_id, "connection established");
-            let inner = inner.clone();
-            tokio::spawn(async move { exchange_hello(&inner, peer_id, true).await });
+            if inner.cfg.membership == Membership::Mesh {
+                let inner = inner.clone();
+                tokio::spawn(async move { exchange_hello(&inner, peer_id, true).await });
+            }
         }
         SwarmEvent::ConnectionClosed { peer_id, connection_id, num_established, cause, .. } => {
             pings.closed(connection_id);
             lock(&inner.peers).entry(peer_id).or_default().connections_closed += 1;
-            if num_established == 0 {
+            if num_established == 0 && inner.cfg.membership == Membership::Swim {
+                // Not a sign of death under SWIM (unused connections close), but an error
+                // (a reset: `kill -9`) is worth a probe now.
+                lock(&inner.peers).entry(peer_id).or_default().connections = 0;
+                lock(&inner.pool).remove(&peer_id);
+                if let Some(error) = cause {
+                    tracing::debug!(%peer_id, %error, "connection failed");
+                    inner.to_swim(SwimInput::ConnectionFailed(peer_id));
+                }
+            } else if num_established == 0 {
                 let why = cause.map(|c| c.to_string()).unwrap_or_else(|| "closed".into());
                 peer_left(inner, peer_id, &why);
             } else {
@@ -401,11 +462,13 @@ fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, pings: &mut Pi
             for a in info.listen_addrs {
                 swarm.behaviour_mut().kad.add_address(&peer_id, a);
             }
-            // Learn the rest of the cluster from the new peer right away.
-            let _ = swarm.behaviour_mut().kad.bootstrap();
+            // Learn the rest of the cluster from the new peer right away (SWIM does that itself).
+            if inner.cfg.membership == Membership::Mesh {
+                let _ = swarm.behaviour_mut().kad.bootstrap();
+            }
         }
         SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::RoutingUpdated { peer, addresses, .. }))
-            if peer != inner.peer_id && !swarm.is_connected(&peer) =>
+            if peer != inner.peer_id && !swarm.is_connected(&peer) && inner.cfg.membership == Membership::Mesh =>
         {
             let opts = DialOpts::peer_id(peer).addresses(addresses.into_vec()).condition(PeerCondition::DisconnectedAndNotDialing).build();
             let _ = swarm.dial(opts);
@@ -413,6 +476,12 @@ fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, pings: &mut Pi
         SwarmEvent::Behaviour(BehaviourEvent::Ping(ping::Event { connection, result: Ok(_), .. })) => pings.succeeded(connection),
         SwarmEvent::Behaviour(BehaviourEvent::Ping(ping::Event { peer, connection, result: Err(e) })) => match pings.failed(connection) {
             PingVerdict::Keep => tracing::debug!(%peer, error = %e, "ping failed"),
+            PingVerdict::Drop { failed_in_a_row } if inner.cfg.membership == Membership::Swim => {
+                // SWIM decides who is dead; a connection whose pings fail is closed and its peer probed next.
+                tracing::debug!(%peer, error = %e, failed_in_a_row, "pings failed: closing the connection");
+                let _ = swarm.disconnect_peer_id(peer);
+                inner.to_swim(SwimInput::ConnectionFailed(peer));
+            }
             PingVerdict::Drop { failed_in_a_row } => {
                 tracing::warn!(%peer, error = %e, failed_in_a_row, "pings failed: dropping the peer");
                 peer_left(inner, peer, "ping failures");

@@ -1,11 +1,12 @@
-//! The messages of the membership protocol `/fragstate/swim/1.0.0` (issue
-//! 13; not spoken yet — NETWORK.md, "Membership without a full mesh", says
-//! how it will be wired): SWIM's [`Message`]s carrying each member's
-//! description ([`NodeMeta`]), and their decoding from an untrusted peer with
-//! every size bounded, so that a hostile or broken peer costs at most
+//! The messages of the membership protocol `/fragstate/swim/1.0.0`
+//! (`Membership::Swim`, issue 13): SWIM's [`Message`]s carrying each
+//! member's description ([`NodeMeta`]), one per stream behind its length
+//! (u32, little-endian), and their decoding from an untrusted peer with every
+//! size bounded, so that a hostile or broken peer costs at most
 //! [`MAX_SWIM_MESSAGE`] bytes and gets a protocol error naming what it broke.
 
 use fragstate_core::error::{Error, Result};
+use futures::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use fragstate_core::ids::NodeId;
 use fragstate_core::swim::{Message, Update};
 use libp2p::{Multiaddr, PeerId, StreamProtocol};
@@ -70,6 +71,30 @@ pub fn decode(b: &[u8]) -> Result<SwimMessage> {
     }
     updates.iter().try_for_each(check_update)?;
     Ok(m)
+}
+
+/// Writes `m` behind its length and closes the stream.
+pub async fn write_message<W: AsyncWrite + Unpin>(w: &mut W, m: &SwimMessage) -> Result<()> {
+    let body = encode(m);
+    let io = |e| Error::io("send a membership message", e);
+    w.write_all(&(body.len() as u32).to_le_bytes()).await.map_err(io)?;
+    w.write_all(&body).await.map_err(io)?;
+    w.close().await.map_err(io)
+}
+
+/// Reads one message written by [`write_message`]; a length beyond
+/// [`MAX_SWIM_MESSAGE`] is refused before anything is allocated.
+pub async fn read_message<R: AsyncRead + Unpin>(r: &mut R) -> Result<SwimMessage> {
+    let io = |e| Error::io("receive a membership message", e);
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len).await.map_err(io)?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_SWIM_MESSAGE {
+        return Err(violation(format!("a length of {len} bytes exceeds the limit of {MAX_SWIM_MESSAGE} bytes")));
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body).await.map_err(io)?;
+    decode(&body)
 }
 
 fn check_update(u: &Update<NodeMeta>) -> Result<()> {
@@ -152,6 +177,20 @@ mod tests {
         assert!(rejected(&bad_id).contains("node id \"mesh-3\" is not a peer id"));
         let too_big = vec![0u8; MAX_SWIM_MESSAGE + 1];
         assert!(decode(&too_big).unwrap_err().to_string().contains("exceed the limit of 4194304 bytes"));
+    }
+
+    #[test]
+    fn framed_messages_round_trip_and_a_huge_length_is_refused_unread() {
+        let m = Message::Gossip { updates: vec![update(meta())] };
+        let mut buf = futures::io::Cursor::new(Vec::new());
+        futures::executor::block_on(write_message(&mut buf, &m)).unwrap();
+        let mut read = futures::io::Cursor::new(buf.into_inner());
+        assert_eq!(futures::executor::block_on(read_message(&mut read)).unwrap(), m);
+        let mut huge = futures::io::Cursor::new(u32::MAX.to_le_bytes().to_vec());
+        let e = futures::executor::block_on(read_message(&mut huge)).unwrap_err();
+        assert!(wire::is_protocol_violation(&e) && e.to_string().contains("4294967295 bytes exceeds"), "{e}");
+        let mut cut = futures::io::Cursor::new(vec![10, 0, 0, 0, 1, 2]);
+        assert!(!wire::is_protocol_violation(&futures::executor::block_on(read_message(&mut cut)).unwrap_err()));
     }
 
     #[test]

@@ -11,8 +11,12 @@ pub struct SwimConfig {
     pub probe_timeout: Millis,
     /// Members asked to probe a target that did not answer directly.
     pub indirect_probes: usize,
-    /// Suspicion lasts this many periods × max(1, log10 N).
+    /// Suspicion lasts this many periods × max(1, log10 N), and at least `min_suspicion`.
     pub suspicion_mult: u32,
+    /// The shortest suspicion: how long a stalled node (a long GC pause, a
+    /// host whose cores a restore saturates) has to answer again before it is
+    /// declared dead.
+    pub min_suspicion: Millis,
     /// Each update is sent this many times × ⌈log10(N + 1)⌉.
     pub retransmit_mult: u32,
     /// Members an update is gossiped to per period while updates are pending.
@@ -34,6 +38,11 @@ impl Default for SwimConfig {
             probe_timeout: 80,
             indirect_probes: 3,
             suspicion_mult: 3,
+            // The full mesh tolerated ~4.75 s of missed pings because
+            // shorter bounds dropped live holders mid-write on two saturated
+            // cores (net/src/ping_failures.rs); SWIM adds up to a period of
+            // probing and the gossip, so 3 s keeps a kill within 5 s.
+            min_suspicion: 3_000,
             retransmit_mult: 6,
             gossip_fanout: 3,
             max_piggyback: 32,

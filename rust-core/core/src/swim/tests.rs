@@ -101,9 +101,10 @@ fn a_killed_node_is_declared_dead_everywhere_within_the_bound() {
     net.dead.insert(5);
     let killed_at = net.now;
     // Found within two probe rounds of the 19 others in the worst case, then the
-    // suspicion (3 × log10 20 periods) and a few periods of spread.
+    // suspicion (3 × log10 20 periods, at least min_suspicion) and a few periods of spread.
     let cfg = SwimConfig::default();
-    let bound = 2 * cfg.protocol_period + (3.0 * 20f64.log10() * cfg.protocol_period as f64) as Millis + 10 * cfg.protocol_period;
+    let suspicion = ((3.0 * 20f64.log10() * cfg.protocol_period as f64) as Millis).max(cfg.min_suspicion);
+    let bound = 2 * cfg.protocol_period + suspicion + 10 * cfg.protocol_period;
     net.run(bound);
     let mut downs = net.downs_of(5);
     downs.sort_unstable();

@@ -1,0 +1,106 @@
+//! `Membership::Swim` over real libp2p on loopback: nodes join through one
+//! seed without a full mesh, objects are written and read back, a node that
+//! stops answering is found dead by every other within SWIM's bound, one
+//! that leaves is known gone at once, and a node that was away gets the
+//! deletes it missed from the members greeting it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fragstate_client::transport::Transport;
+use fragstate_client::Client;
+use fragstate_core::params::{CodingParams, Compression};
+use fragstate_net::{Membership, NetConfig, NetNode, Role};
+use fragstate_store::FragmentStore;
+use libp2p::identity::Keypair;
+
+fn config(role: Role, name: &str, bootstrap: &[libp2p::Multiaddr]) -> NetConfig {
+    let mut cfg = NetConfig::new(Keypair::generate_ed25519(), role, None);
+    cfg.set_membership(Membership::Swim);
+    cfg.domain = name.to_string();
+    cfg.bootstrap = bootstrap.to_vec();
+    if role == Role::Storage {
+        cfg.store = Some(Arc::new(FragmentStore::in_memory(name, 1 << 30)));
+    }
+    cfg
+}
+
+async fn start(role: Role, name: &str, bootstrap: &[libp2p::Multiaddr]) -> NetNode {
+    let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
+    NetNode::start(config(role, name, bootstrap)).await.unwrap()
+}
+
+/// Waits until every node in `nodes` sees exactly `n` live storage nodes; the time it took.
+async fn until_all_see(nodes: &[&NetNode], n: usize, within: Duration) -> Duration {
+    let started = Instant::now();
+    loop {
+        let seen: Vec<usize> = nodes.iter().map(|x| x.live_nodes().len()).collect();
+        if seen.iter().all(|s| *s == n) {
+            return started.elapsed();
+        }
+        assert!(started.elapsed() < within, "after {within:?} the nodes see {seen:?} live storage nodes, not {n} each");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn put(client: &Client, path: &str, data: &[u8]) {
+    let params = CodingParams::new(4, 2, 64 << 10, Compression::None).unwrap();
+    let mut w = client.create_with(path, params, true).await.unwrap();
+    w.write(data).await.unwrap();
+    w.close().await.unwrap();
+}
+
+async fn get(client: &Client, path: &str) -> Vec<u8> {
+    let mut r = client.open(path).await.unwrap();
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = r.read(&mut buf).await.unwrap();
+        if n == 0 {
+            return out;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swim_cluster_serves_objects_and_finds_stopped_and_leaving_nodes() {
+    let seed = start(Role::Storage, "n0", &[]).await;
+    let mut nodes = vec![seed.clone()];
+    for i in 1..7 {
+        nodes.push(start(Role::Storage, &format!("n{i}"), &seed.listen_addrs()).await);
+    }
+    let client_node = start(Role::Client, "client", &nodes[3].listen_addrs()).await;
+    let everyone: Vec<&NetNode> = nodes.iter().chain([&client_node]).collect();
+    let formed = until_all_see(&everyone, 7, Duration::from_secs(30)).await;
+    eprintln!("7 storage nodes and a client know each other after {formed:?}");
+
+    let client = Client::new(Arc::new(client_node.clone()), client_node.client_config(false)).unwrap();
+    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 + i / 4096) as u8).collect();
+    put(&client, "swim/a", &data).await;
+    assert!(get(&client, "swim/a").await == data, "read back differs");
+
+    // A node that stops answering (its tasks end, as when frozen or killed) is
+    // dead at every other node after SWIM's suspicion, with no full mesh to notice.
+    let stopped = nodes.pop().unwrap();
+    stopped.stop();
+    let others: Vec<&NetNode> = nodes.iter().chain([&client_node]).collect();
+    let dead_after = until_all_see(&others, 6, Duration::from_secs(20)).await;
+    eprintln!("a stopped node was dead at every other after {dead_after:?}");
+    assert!(dead_after >= Duration::from_millis(2_000), "declared dead before the suspicion could run out: {dead_after:?}");
+    assert!(nodes[0].down_since(stopped.id()).is_some(), "down_since of a dead member");
+    assert!(get(&client, "swim/a").await == data, "read back differs with a holder gone");
+
+    // A node that leaves tells the others: gone before any suspicion could end.
+    let leaving = nodes.pop().unwrap();
+    leaving.shutdown().await;
+    let others: Vec<&NetNode> = nodes.iter().chain([&client_node]).collect();
+    let left_after = until_all_see(&others, 5, Duration::from_secs(20)).await;
+    eprintln!("a leaving node was gone at every other after {left_after:?}");
+    assert!(left_after < Duration::from_millis(2_000), "a leave took as long as a death: {left_after:?}");
+
+    client_node.shutdown().await;
+    for n in nodes {
+        n.shutdown().await;
+    }
+}

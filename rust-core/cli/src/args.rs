@@ -8,6 +8,7 @@ use clap::Args;
 use fragstate_core::params::{CodingParams, Compression};
 use fragstate_core::{Error, Result};
 use fragstate_net::key::load_cluster_key;
+use fragstate_net::Membership;
 use libp2p::pnet::PreSharedKey;
 use libp2p::Multiaddr;
 
@@ -88,4 +89,15 @@ pub(crate) struct ClusterArgs {
     /// Per-request timeout in seconds.
     #[arg(long, default_value = "30", value_parser = parse_secs)]
     pub request_timeout: Duration,
+    #[command(flatten)]
+    pub membership: MembershipArgs,
+}
+
+#[derive(Args, Clone)]
+pub(crate) struct MembershipArgs {
+    /// How nodes learn who is live, the same on every node of a cluster: `mesh` (every node
+    /// connected to every other; tens of nodes) or `swim` (gossip, connections on demand;
+    /// NETWORK.md "Membership without a full mesh").
+    #[arg(long = "membership", env = "FRAGSTATE_MEMBERSHIP", default_value = "mesh")]
+    pub mode: Membership,
 }

@@ -9,7 +9,7 @@ use fragstate_client::Client;
 use fragstate_core::ids::NodeId;
 use fragstate_core::{Error, Result};
 use fragstate_net::wire::{self, Kind};
-use fragstate_net::{NetConfig, NetNode, Role};
+use fragstate_net::{Membership, NetConfig, NetNode, Role};
 use libp2p::identity::Keypair;
 
 use crate::args::{ClusterArgs, CodingArgs};
@@ -22,7 +22,13 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
 /// then until no further node joins for half a second.
 pub(crate) async fn connect(args: &ClusterArgs, need: usize) -> Result<NetNode> {
     let mut cfg = NetConfig::new(Keypair::generate_ed25519(), Role::Client, args.key.load()?);
-    cfg.listen = Vec::new();
+    cfg.set_membership(args.membership.mode);
+    // Under the mesh the storage nodes hold the connection to the client; SWIM members
+    // probe it over connections of their own, so it must be reachable.
+    cfg.listen = match args.membership.mode {
+        Membership::Mesh => Vec::new(),
+        Membership::Swim => vec!["/ip4/0.0.0.0/tcp/0".parse().expect("valid multiaddr")],
+    };
     cfg.bootstrap = args.bootstrap.clone();
     cfg.request_timeout = args.request_timeout;
     let node = NetNode::start(cfg).await?;

@@ -214,6 +214,7 @@ fn member(i: u8) -> Update<NodeMeta> {
             domain: format!("rack-{i}"),
             free_bytes: 1 << 40,
             addrs: vec![format!("/ip4/10.0.0.{i}/tcp/7710")],
+            started_ms: NOW_MS,
         },
     }
 }

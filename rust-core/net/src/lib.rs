@@ -22,6 +22,7 @@
 //! model and the pitfalls met on the way.
 
 pub mod config;
+mod dials;
 pub mod key;
 mod membership;
 mod peer_limit;

@@ -48,7 +48,7 @@ impl Inner {
         }
         let Ok(pid) = node.as_str().parse::<PeerId>() else { return Some(self.started) };
         match lock(&self.peers).get(&pid) {
-            Some(p) if p.live(self.cfg.membership) => None,
+            Some(p) if p.up(self.cfg.membership) => None,
             Some(p) => Some(p.left_at.unwrap_or(self.started)),
             None => Some(self.started),
         }

@@ -90,7 +90,15 @@ pub(crate) struct Peer {
     pub(crate) member: bool,
     /// Where it listens, from its SWIM meta or the address it was dialled at.
     pub(crate) addrs: Vec<Multiaddr>,
-    /// Set when the last connection closed.
+    /// When its process started, from its SWIM meta (0: not known).
+    pub(crate) started_ms: u64,
+    /// Set when a dial to it failed or its last connection broke, cleared by a
+    /// new connection ([`Membership::Swim`]): such a member is not used for
+    /// requests until SWIM's next probe of it connects (or declares it dead),
+    /// so a `kill -9`'d node drops out of this node's requests at once, as
+    /// under the mesh, while the cluster takes SWIM's bound to agree.
+    pub(crate) unreachable: bool,
+    /// Set when the last connection closed (mesh) or it was declared dead (swim).
     pub(crate) left_at: Option<Instant>,
     /// Connections to the peer that closed, for whatever reason (a second
     /// connection may already be open when one closes).
@@ -103,13 +111,23 @@ impl Peer {
     pub(crate) fn reachable(&self, membership: Membership) -> bool {
         match membership {
             Membership::Mesh => self.connections > 0,
-            Membership::Swim => self.member,
+            Membership::Swim => self.member && !self.unreachable,
         }
     }
 
     /// It counts among the live nodes: reachable and described.
     pub(crate) fn live(&self, membership: Membership) -> bool {
         self.reachable(membership) && self.hello.is_some()
+    }
+
+    /// It is not down (for [`Inner::down_since`] and so repair): live (mesh),
+    /// or a SWIM member even while this node cannot reach it (swim: a broken
+    /// connection is SWIM's to judge, within its suspicion timeout).
+    pub(crate) fn up(&self, membership: Membership) -> bool {
+        match membership {
+            Membership::Mesh => self.live(membership),
+            Membership::Swim => self.member && self.hello.is_some(),
+        }
     }
 }
 

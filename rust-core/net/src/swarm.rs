@@ -2,7 +2,6 @@
 //! (identify, ping, Kademlia in server mode, raw streams), and the task that
 //! drives it and turns its events into membership changes.
 
-use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -17,14 +16,15 @@ use libp2p::kad;
 use libp2p::pnet::PreSharedKey;
 use libp2p::swarm::dial_opts::{DialOpts, PeerCondition};
 use libp2p::multiaddr::Protocol;
-use libp2p::swarm::{ConnectionId, NetworkBehaviour, SwarmEvent};
+use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
 use libp2p::core::transport::{DialOpts as TransportDialOpts, ListenerId, PortUse, TransportError, TransportEvent};
 use libp2p::{connection_limits, dns, identify, noise, ping, tcp, yamux, Multiaddr, PeerId, Swarm, Transport};
 use tokio::sync::mpsc;
 
 use fragstate_core::error::{Error, Result};
 
-use crate::config::{hostname, Membership, IDENTIFY_PROTOCOL, KAD_PROTOCOL, NetConfig};
+use crate::config::{Membership, IDENTIFY_PROTOCOL, KAD_PROTOCOL, NetConfig};
+use crate::dials::{BootstrapDials, DialWaiters};
 use crate::membership::{exchange_hello, peer_left};
 use crate::pending_limit::{self, MAX_PENDING_INCOMING_PER_ADDRESS};
 use crate::ping_failures::{PingFailures, PingVerdict};
@@ -189,136 +189,6 @@ pub(crate) fn cluster_prologue(psk: &PreSharedKey) -> Vec<u8> {
     h.finalize().to_vec()
 }
 
-/// Dials of bootstrap addresses in flight, so that a failure (a name that
-/// does not resolve, a refused connection) is logged as a warning naming the
-/// address — every other failed dial is only a debug line.
-#[derive(Default)]
-pub(crate) struct BootstrapDials {
-    pending: HashMap<ConnectionId, Multiaddr>,
-    /// When each address's last failure was logged as a warning.
-    warned: HashMap<Multiaddr, Instant>,
-    /// Bootstrap addresses found to be this node's own (logged once, never dialled).
-    own: Vec<Multiaddr>,
-}
-
-/// While alone, a node redials its bootstrap addresses every tick (3 s); a
-/// failing address is logged as a warning at most this often.
-const BOOTSTRAP_WARN_EVERY: Duration = Duration::from_secs(30);
-
-impl BootstrapDials {
-    /// Dials every bootstrap address except this node's own (`listen`: the configured and the
-    /// reported listen addresses).
-    fn dial_all(&mut self, swarm: &mut Swarm<Behaviour>, addrs: &[Multiaddr], listen: &[Multiaddr]) {
-        for addr in addrs {
-            if is_own_address(addr, listen) {
-                if !self.own.contains(addr) {
-                    tracing::info!(%addr, "bootstrap address is this node's own listen address: not dialled (the other nodes join this one)");
-                    self.own.push(addr.clone());
-                }
-                continue;
-            }
-            let opts = DialOpts::from(addr.clone());
-            let id = opts.connection_id();
-            match swarm.dial(opts) {
-                Ok(()) => {
-                    self.pending.insert(id, addr.clone());
-                }
-                Err(e) => self.failed(addr, &e.to_string()),
-            }
-        }
-    }
-
-    fn failed(&mut self, addr: &Multiaddr, error: &str) {
-        let due = self.warned.get(addr).is_none_or(|t| t.elapsed() >= BOOTSTRAP_WARN_EVERY);
-        if due {
-            self.warned.insert(addr.clone(), Instant::now());
-            tracing::warn!(%addr, %error, "cannot reach bootstrap address; retrying every 3 s while no peer is connected");
-        } else {
-            tracing::debug!(%addr, %error, "cannot reach bootstrap address");
-        }
-    }
-
-    /// Follows a swarm event; returns the peer a bootstrap dial reached.
-    fn event(&mut self, ev: &SwarmEvent<BehaviourEvent>) -> Option<PeerId> {
-        match ev {
-            SwarmEvent::ConnectionEstablished { connection_id, peer_id, .. } => {
-                let addr = self.pending.remove(connection_id)?;
-                if self.warned.remove(&addr).is_some() {
-                    tracing::info!(%addr, "bootstrap address reached");
-                }
-                return Some(*peer_id);
-            }
-            SwarmEvent::OutgoingConnectionError { connection_id, error, .. } => {
-                if let Some(addr) = self.pending.remove(connection_id) {
-                    self.failed(&addr, &error.to_string());
-                }
-            }
-            _ => {}
-        }
-        None
-    }
-}
-
-/// Tasks waiting for a connection to a peer ([`Cmd::Dial`]).
-#[derive(Default)]
-struct DialWaiters(HashMap<PeerId, Vec<tokio::sync::oneshot::Sender<std::result::Result<(), String>>>>);
-
-impl DialWaiters {
-    /// Dials `peer` at the addresses its SWIM meta (or a dial to it) gave, unless connected or dialling.
-    fn dial(&mut self, inner: &Inner, swarm: &mut Swarm<Behaviour>, peer: PeerId, done: tokio::sync::oneshot::Sender<std::result::Result<(), String>>) {
-        if swarm.is_connected(&peer) {
-            let _ = done.send(Ok(()));
-            return;
-        }
-        let addrs = lock(&inner.peers).get(&peer).map(|p| p.addrs.clone()).unwrap_or_default();
-        let opts = DialOpts::peer_id(peer).addresses(addrs).extend_addresses_through_behaviour().condition(PeerCondition::DisconnectedAndNotDialing).build();
-        match swarm.dial(opts) {
-            Ok(()) | Err(libp2p::swarm::DialError::DialPeerConditionFalse(_)) => self.0.entry(peer).or_default().push(done),
-            Err(e) => {
-                let _ = done.send(Err(e.to_string()));
-            }
-        }
-    }
-
-    fn finish(&mut self, peer: &PeerId, result: std::result::Result<(), String>) {
-        for done in self.0.remove(peer).unwrap_or_default() {
-            let _ = done.send(result.clone());
-        }
-    }
-}
-
-/// True when `addr` (a bootstrap address) names this node: same TCP port as one it listens on,
-/// and either the same IP, or this machine (`localhost`, a loopback address, this host's name)
-/// while it listens on all interfaces or on loopback. The JobManager's node of a Flink cluster
-/// is its own default bootstrap; dialling itself fails the handshake and would warn every 3 s.
-/// (A name that only resolves to this host's address is not recognised: that dial fails and warns.)
-pub(crate) fn is_own_address(addr: &Multiaddr, listen: &[Multiaddr]) -> bool {
-    let mut parts = addr.iter();
-    let (Some(host), Some(Protocol::Tcp(port))) = (parts.next(), parts.next()) else {
-        return false;
-    };
-    let this_machine = match &host {
-        Protocol::Dns(n) | Protocol::Dns4(n) | Protocol::Dns6(n) => n.eq_ignore_ascii_case("localhost") || n.eq_ignore_ascii_case(&hostname()),
-        Protocol::Ip4(ip) => ip.is_loopback() || ip.is_unspecified(),
-        Protocol::Ip6(ip) => ip.is_loopback() || ip.is_unspecified(),
-        _ => false,
-    };
-    listen.iter().any(|l| {
-        let mut lp = l.iter();
-        match (lp.next(), lp.next()) {
-            (Some(lhost), Some(Protocol::Tcp(p))) if p == port && p != 0 => {
-                let local = match &lhost {
-                    Protocol::Ip4(ip) => ip.is_loopback() || ip.is_unspecified(),
-                    Protocol::Ip6(ip) => ip.is_loopback() || ip.is_unspecified(),
-                    _ => false,
-                };
-                lhost == host || (this_machine && local)
-            }
-            _ => false,
-        }
-    })
-}
-
 pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, mut cmds: mpsc::UnboundedReceiver<Cmd>) {
     let mut shutdown = inner.shutdown.subscribe();
     let mut bootstrap = BootstrapDials::default();
@@ -366,7 +236,13 @@ pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, m
                 }
                 match &ev {
                     SwarmEvent::ConnectionEstablished { peer_id, .. } => dials.finish(peer_id, Ok(())),
-                    SwarmEvent::OutgoingConnectionError { peer_id: Some(p), error, .. } if !swarm.is_connected(p) => dials.finish(p, Err(error.to_string())),
+                    SwarmEvent::OutgoingConnectionError { peer_id: Some(p), error, .. } if !swarm.is_connected(p) => {
+                        dials.finish(p, Err(error.to_string()));
+                        if !mesh {
+                            lock(&inner.peers).entry(*p).or_default().unreachable = true;
+                            inner.to_swim(SwimInput::ConnectionFailed(*p));
+                        }
+                    }
                     _ => {}
                 }
                 if let SwarmEvent::IncomingConnectionError { send_back_addr, error, .. } = &ev {
@@ -425,6 +301,7 @@ fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, pings: &mut Pi
                 let mut peers = lock(&inner.peers);
                 let p = peers.entry(peer_id).or_default();
                 p.connections = num_established.get() as usize;
+                p.unreachable = false;
                 if endpoint.is_dialer() && p.addrs.is_empty() {
                     p.addrs.push(endpoint.get_remote_address().clone());
                 }
@@ -442,12 +319,19 @@ fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, pings: &mut Pi
             pings.closed(connection_id);
             lock(&inner.peers).entry(peer_id).or_default().connections_closed += 1;
             if num_established == 0 && inner.cfg.membership == Membership::Swim {
-                // Not a sign of death under SWIM (unused connections close), but an error
-                // (a reset: `kill -9`) is worth a probe now.
-                lock(&inner.peers).entry(peer_id).or_default().connections = 0;
+                // Not a sign of death under SWIM (unused connections close), but an I/O
+                // error (a reset: `kill -9`) makes the peer unreachable here until SWIM's
+                // probe, asked for now, connects again.
+                let broken = matches!(cause, Some(libp2p::swarm::ConnectionError::IO(_)));
+                {
+                    let mut peers = lock(&inner.peers);
+                    let p = peers.entry(peer_id).or_default();
+                    p.connections = 0;
+                    p.unreachable |= broken;
+                }
                 lock(&inner.pool).remove(&peer_id);
-                if let Some(error) = cause {
-                    tracing::debug!(%peer_id, %error, "connection failed");
+                if broken {
+                    tracing::debug!(%peer_id, cause = ?cause, "connection broke");
                     inner.to_swim(SwimInput::ConnectionFailed(peer_id));
                 }
             } else if num_established == 0 {
@@ -512,21 +396,6 @@ mod tests {
         assert_ne!(cluster_prologue(&k(7)), cluster_prologue(&PreSharedKey::new(almost)));
         assert_eq!(cluster_prologue(&k(7)).len(), 32);
         assert!(!cluster_prologue(&k(7)).windows(8).any(|w| w == [7u8; 8]), "the prologue must not carry key bytes");
-    }
-
-    #[test]
-    fn own_listen_address_is_recognised_as_bootstrap_address() {
-        let any = [a("/ip4/0.0.0.0/tcp/6130")];
-        assert!(is_own_address(&a("/dns4/localhost/tcp/6130"), &any));
-        assert!(is_own_address(&a(&format!("/dns4/{}/tcp/6130", hostname())), &any));
-        assert!(is_own_address(&a("/ip4/127.0.0.1/tcp/6130/p2p/12D3KooWHFNNSCypXdZbbJaQGsihqh2xExDVnXHL9Rx6mFKFCSuh"), &any));
-        assert!(!is_own_address(&a("/dns4/localhost/tcp/6131"), &any));
-        assert!(!is_own_address(&a("/dns4/jobmanager.example/tcp/6130"), &any));
-        assert!(!is_own_address(&a("/ip4/10.0.0.1/tcp/6130"), &any));
-        // an ephemeral listen port (0) is never a bootstrap address; a specific IP must match
-        assert!(!is_own_address(&a("/dns4/localhost/tcp/6130"), &[a("/ip4/0.0.0.0/tcp/0")]));
-        assert!(is_own_address(&a("/ip4/10.0.0.1/tcp/6130"), &[a("/ip4/10.0.0.1/tcp/6130")]));
-        assert!(!is_own_address(&a("/dns4/localhost/tcp/6130"), &[a("/ip4/10.0.0.1/tcp/6130")]));
     }
 
     #[test]

@@ -52,14 +52,15 @@ impl Inner {
         lock(&self.peers).values().filter(|p| p.member).count()
     }
 
-    /// What this node says about itself.
-    fn my_meta(&self) -> NodeMeta {
+    /// What this node, started at `started_ms`, says about itself.
+    fn my_meta(&self, started_ms: u64) -> NodeMeta {
         NodeMeta {
             protocol_version: PROTOCOL_VERSION,
             role: self.cfg.role,
             domain: self.cfg.domain.clone(),
             free_bytes: self.cfg.store.as_ref().map_or(0, |s| s.usage().free_bytes()),
             addrs: lock(&self.listen_addrs).iter().take(MAX_ADDRS).map(|a| a.to_string()).collect(),
+            started_ms,
         }
     }
 }
@@ -108,9 +109,10 @@ pub(crate) async fn swim_task(inner: Arc<Inner>, mut inbox: mpsc::UnboundedRecei
     let clock = Instant::now();
     let now = || clock.elapsed().as_millis() as u64;
     let seed = inner.peer_id.to_bytes().iter().fold(now_unix_ms(), |h, b| h.rotate_left(7) ^ u64::from(*b));
-    let mut announced = inner.my_meta();
     // The wall clock as the first incarnation: a restarted node is newer than its former self.
-    let mut swim = Swim::new(inner.id.clone(), announced.clone(), now_unix_ms(), inner.cfg.swim.clone(), now(), seed);
+    let started_ms = now_unix_ms();
+    let mut announced = inner.my_meta(started_ms);
+    let mut swim = Swim::new(inner.id.clone(), announced.clone(), started_ms, inner.cfg.swim.clone(), now(), seed);
     let sends = Arc::new(Semaphore::new(MESSAGES_IN_FLIGHT));
     let mut seeds: Vec<NodeId> = Vec::new();
     let mut incompatible: HashSet<NodeId> = HashSet::new();
@@ -140,7 +142,7 @@ pub(crate) async fn swim_task(inner: Arc<Inner>, mut inbox: mpsc::UnboundedRecei
             },
             _ = tokio::time::sleep_until(wake) => swim.tick(now()),
             _ = meta_check.tick() => {
-                let meta = inner.my_meta();
+                let meta = inner.my_meta(started_ms);
                 let capacity = inner.cfg.store.as_ref().map_or(0, |s| s.usage().bytes + meta.free_bytes);
                 if worth_announcing(&announced, &meta, capacity) {
                     swim.set_meta(meta.clone());
@@ -200,25 +202,31 @@ fn apply(inner: &Arc<Inner>, ev: Event<NodeMeta>, incompatible: &mut HashSet<Nod
                 return;
             }
             let addrs: Vec<Multiaddr> = meta.addrs.iter().filter_map(|a| a.parse().ok()).collect();
-            let joined = {
+            let (joined, restarted) = {
                 let mut peers = lock(&inner.peers);
                 let p = peers.entry(peer).or_default();
                 let joined = !p.member;
+                // Killed and back within the suspicion timeout: never declared dead,
+                // but it missed the deletes meanwhile just as a joiner did.
+                let restarted = !joined && p.started_ms != 0 && p.started_ms != meta.started_ms;
+                p.started_ms = meta.started_ms;
                 p.member = true;
                 p.left_at = None;
                 if !addrs.is_empty() {
                     p.addrs = addrs;
                 }
                 p.hello = Some(Hello { protocol_version: meta.protocol_version, role: meta.role, domain: meta.domain.clone(), free_bytes: meta.free_bytes, tombstones: Vec::new() });
-                joined
+                (joined, restarted)
             };
             if joined {
                 tracing::info!(%peer, role = ?meta.role, domain = %meta.domain, free_bytes = meta.free_bytes, "peer joined");
                 inner.membership.notify_waiters();
-                if greets(inner, &node) {
-                    let inner = inner.clone();
-                    tokio::spawn(async move { exchange_hello(&inner, peer, true).await });
-                }
+            } else if restarted {
+                tracing::info!(%peer, "peer restarted");
+            }
+            if (joined || restarted) && greets(inner, &node) {
+                let inner = inner.clone();
+                tokio::spawn(async move { exchange_hello(&inner, peer, true).await });
             }
         }
         Event::Suspect(node) => tracing::debug!(%node, "member suspected"),
@@ -265,7 +273,7 @@ mod tests {
     use super::*;
 
     fn meta(free: u64) -> NodeMeta {
-        NodeMeta { protocol_version: PROTOCOL_VERSION, role: Role::Storage, domain: "h".into(), free_bytes: free, addrs: vec!["/ip4/10.0.0.1/tcp/7710".into()] }
+        NodeMeta { protocol_version: PROTOCOL_VERSION, role: Role::Storage, domain: "h".into(), free_bytes: free, addrs: vec!["/ip4/10.0.0.1/tcp/7710".into()], started_ms: 1_700_000_000_000 }
     }
 
     #[test]

@@ -43,6 +43,10 @@ pub struct NodeMeta {
     pub free_bytes: u64,
     /// Where it listens (multiaddrs).
     pub addrs: Vec<String>,
+    /// When its process started (Unix ms), also its first incarnation: a
+    /// member whose start changed restarted, perhaps before anyone noticed
+    /// it was gone, and missed what happened meanwhile.
+    pub started_ms: u64,
 }
 
 /// A membership message as it travels.
@@ -138,7 +142,7 @@ mod tests {
     }
 
     fn meta() -> NodeMeta {
-        NodeMeta { protocol_version: wire::PROTOCOL_VERSION, role: Role::Storage, domain: "rack-1".into(), free_bytes: 1 << 40, addrs: vec!["/ip4/10.0.0.1/tcp/7710".into()] }
+        NodeMeta { protocol_version: wire::PROTOCOL_VERSION, role: Role::Storage, domain: "rack-1".into(), free_bytes: 1 << 40, addrs: vec!["/ip4/10.0.0.1/tcp/7710".into()], started_ms: 1_700_000_000_000 }
     }
 
     fn update(meta: NodeMeta) -> Update<NodeMeta> {

@@ -57,6 +57,7 @@ pub(crate) async fn start_cluster_member(config: &NodeConfig, fragments: usize) 
     cfg.store = Some(Arc::new(store));
     cfg.tombstone_file = tombstones;
     cfg.domain = failure_domain(config.failure_domain.as_deref());
+    cfg.set_membership(config.membership.parse()?);
     let node = NetNode::start(cfg).await?;
     node.start_services(ServiceConfig { scrub: ScrubConfig { rate: config.scrub_rate, ..ScrubConfig::default() }, ..ServiceConfig::default() });
     tracing::info!(peer = %node.id(), addrs = ?node.listen_addrs(), "fragstate cluster node started");

@@ -10,12 +10,12 @@ use fragstate_client::Client;
 use fragstate_core::{Error, Result};
 use fragstate_net::key::write_cluster_key;
 use fragstate_net::wire::{self, Kind};
-use fragstate_net::NetNode;
+use fragstate_net::{Membership, NetNode};
 
 use libp2p::Multiaddr;
 
 use fragstate_core::sample::state_like;
-use crate::args::{ClusterArgs, CodingArgs, KeyArgs, parse_bytes};
+use crate::args::{ClusterArgs, CodingArgs, KeyArgs, MembershipArgs, parse_bytes};
 use crate::cluster::{connect, read_and_compare, runtime, served_stream};
 
 #[derive(Args)]
@@ -72,6 +72,8 @@ pub(crate) fn spawn_nodes(n: usize, key: Option<&std::path::Path>) -> Result<Spa
     for i in 0..n {
         let mut cmd = std::process::Command::new(&exe);
         cmd.args(["node", "--listen", "/ip4/127.0.0.1/tcp/0", "--memory", "8GiB", "--domain", &format!("bench-{i}"), "--repair-rate", "0", "--serve-bench-frames"]);
+        // The fragment path is measured; membership is the default mesh whatever the environment says.
+        cmd.args(["--membership", "mesh"]);
         match key {
             Some(k) => cmd.arg("--key-file").arg(k),
             None => cmd.arg("--insecure-no-cluster-key"),
@@ -128,6 +130,7 @@ pub(crate) fn bench_net(a: BenchNetArgs) -> Result<()> {
             wait_nodes: Some(a.nodes),
             wait_timeout: Duration::from_secs(20),
             request_timeout: Duration::from_secs(60),
+            membership: MembershipArgs { mode: Membership::Mesh },
         };
         let data = data.clone();
         runtime()?.block_on(async {

@@ -238,6 +238,7 @@ async fn capacity_liar(args: &ClusterArgs, until: Instant) -> Result<()> {
     let me = NodeId::from(identity.public().to_peer_id().to_base58());
     let store = Arc::new(FragmentStore::in_memory(me.to_string(), u64::MAX));
     let mut cfg = NetConfig::new(identity, Role::Storage, args.key.load()?);
+    cfg.set_membership(args.membership.mode);
     cfg.bootstrap = args.bootstrap.clone();
     cfg.domain = format!("liar-{}", std::process::id());
     cfg.store = Some(store.clone());

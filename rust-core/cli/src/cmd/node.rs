@@ -14,7 +14,7 @@ use fragstate_store::{DirLock, FragmentStore};
 use libp2p::identity::Keypair;
 use libp2p::Multiaddr;
 
-use crate::args::{KeyArgs, parse_bytes, parse_secs};
+use crate::args::{KeyArgs, MembershipArgs, parse_bytes, parse_secs};
 use crate::cluster::runtime;
 
 #[derive(Args)]
@@ -27,6 +27,8 @@ pub(crate) struct NodeArgs {
     pub bootstrap: Vec<Multiaddr>,
     #[command(flatten)]
     pub key: KeyArgs,
+    #[command(flatten)]
+    pub membership: MembershipArgs,
     /// Store fragments in this directory (survives restarts; the node identity is kept there too).
     #[arg(long, conflicts_with = "memory")]
     pub store_dir: Option<PathBuf>,
@@ -93,6 +95,7 @@ pub(crate) fn node(args: NodeArgs) -> Result<()> {
         };
         let store = if args.role == Role::Client { None } else { store };
         let mut cfg = NetConfig::new(identity, args.role, psk);
+        cfg.set_membership(args.membership.mode);
         cfg.listen = args.listen.clone();
         cfg.bootstrap = args.bootstrap.clone();
         cfg.store = store;

@@ -48,6 +48,17 @@ public final class FragstateOptions {
         }
     }
 
+    /** Values of {@link #MEMBERSHIP}; written and shown in lower case, read in any case. */
+    public enum Membership {
+        MESH,
+        SWIM;
+
+        @Override
+        public String toString() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
     /** Values of {@link #LOCAL_BACKEND}; written and shown in lower case, read in any case. */
     public enum LocalBackend {
         HASHMAP,
@@ -145,6 +156,21 @@ public final class FragstateOptions {
                                     + " one host, such as tests and demos: losing that host loses"
                                     + " every fragment). Anything else: that literal label, e.g."
                                     + " a rack name (printable, at most 128 characters).");
+
+    public static final ConfigOption<Membership> MEMBERSHIP =
+            ConfigOptions.key("fragstate.membership")
+                    .enumType(Membership.class)
+                    .defaultValue(Membership.MESH)
+                    .withDescription(
+                            "Cluster mode: how nodes learn which peers are live; one value for the"
+                                    + " whole cluster (nodes of different values do not see each other)."
+                                    + " 'mesh' (the default): every node connects to every other and"
+                                    + " pings each; right for tens of nodes. 'swim': SWIM gossip, with"
+                                    + " connections only to the peers a node talks to (closed after 5 s"
+                                    + " unused); a killed node is avoided at once by the nodes whose"
+                                    + " connection to it broke and known dead cluster-wide after its"
+                                    + " suspicion timeout (at least 3 s). Standalone nodes take the same"
+                                    + " choice as `fragstate node --membership` (NETWORK.md).");
 
     public static final ConfigOption<Duration> STORAGE_WAIT =
             ConfigOptions.key("fragstate.storage-wait")

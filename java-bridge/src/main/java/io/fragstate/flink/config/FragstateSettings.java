@@ -6,6 +6,7 @@ package io.fragstate.flink.config;
 import io.fragstate.flink.FragstateOptions;
 import io.fragstate.flink.FragstateOptions.Adaptive;
 import io.fragstate.flink.FragstateOptions.LocalBackend;
+import io.fragstate.flink.FragstateOptions.Membership;
 import io.fragstate.flink.FragstateOptions.Mode;
 import io.fragstate.flink.fs.FragstateFileSystem;
 import io.fragstate.flink.jni.FragstateNative;
@@ -61,6 +62,7 @@ public final class FragstateSettings implements java.io.Serializable {
     final List<String> bootstrap;
     final String clusterKeyFile;
     final String failureDomain;
+    final Membership membership;
     final LocalBackend localBackend;
     final URI checkpointDir;
     final Duration storageWait;
@@ -163,10 +165,12 @@ public final class FragstateSettings implements java.io.Serializable {
             this.listen = l == null || l.isBlank() ? null : requireMultiaddr(FragstateOptions.LISTEN, l.trim());
             this.bootstrap = bootstrap(config);
             this.failureDomain = failureDomain(get(config, FragstateOptions.FAILURE_DOMAIN));
+            this.membership = getEnum(config, FragstateOptions.MEMBERSHIP, Membership.class);
         } else {
             this.listen = null;
             this.bootstrap = List.of();
             this.failureDomain = null;
+            this.membership = null;
         }
     }
 
@@ -243,6 +247,7 @@ public final class FragstateSettings implements java.io.Serializable {
             bootstrap.forEach(json.putArray("bootstrap")::add);
             json.put("clusterKeyFile", clusterKeyFile);
             json.put("failureDomain", failureDomain);
+            json.put("membership", membership.toString());
         }
         return json;
     }

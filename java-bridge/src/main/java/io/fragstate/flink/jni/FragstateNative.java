@@ -40,7 +40,7 @@ public final class FragstateNative {
      * ("none" or "zstd:LEVEL"), {@code localMeshNodes}, {@code storeDir} (string or null = memory),
      * {@code storeMemory} (bytes), {@code listen}, {@code bootstrap} (array of multiaddrs), {@code
      * clusterKeyFile}, {@code insecureNoClusterKey} (boolean), {@code failureDomain}, {@code
-     * readAhead} (stripes), {@code scrubRate} (bytes per second, 0 = no background scrub), {@code
+     * membership} ("mesh" or "swim"), {@code readAhead} (stripes), {@code scrubRate} (bytes per second, 0 = no background scrub), {@code
      * logLevel} ("error" … "trace").
      */
     public static native void startNode(String configJson) throws IOException;

@@ -342,6 +342,23 @@ class FragstateSettingsTest {
     }
 
     @Test
+    void membershipIsSentInClusterMode() {
+        String[] cluster = {
+            "fragstate.mode", "cluster",
+            "fragstate.cluster-key-file", "/k",
+            "fragstate.listen", "/ip4/127.0.0.1/tcp/0",
+            JobManagerOptions.ADDRESS.key(), "localhost"
+        };
+        assertThat(settings(cluster).toNodeJson()).contains("\"membership\":\"mesh\"");
+        String[] swim = java.util.Arrays.copyOf(cluster, cluster.length + 2);
+        swim[cluster.length] = "fragstate.membership";
+        swim[cluster.length + 1] = "SWIM";
+        assertThat(settings(swim).toStartJson()).contains("\"membership\":\"swim\"");
+        assertThat(settings("fragstate.membership", "swim").toNodeJson()).doesNotContain("membership");
+        rejects("fragstate.membership", "gossip", "one of mesh | swim", cluster);
+    }
+
+    @Test
     void jsonEscapesStrings() {
         assertThat(settings("fragstate.store.dir", "/tmp/a \"b\"\\c").toNodeJson())
                 .contains("\"storeDir\":\"/tmp/a \\\"b\\\"\\\\c\"");

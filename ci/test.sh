@@ -17,6 +17,13 @@ t0=$SECONDS
 cargo test --workspace --profile ci --locked
 echo "rust tests took $((SECONDS - t0)) s"
 
+# the multi-process network tests again with SWIM membership (issue 13; `fragstate node --membership`
+# reads FRAGSTATE_MEMBERSHIP): the same assertions must hold without a full mesh.
+step "Rust: the network cluster tests under SWIM membership (FRAGSTATE_MEMBERSHIP=swim)"
+t0=$SECONDS
+FRAGSTATE_MEMBERSHIP=swim cargo test -p fragstate-cli --profile ci --locked --test net_cluster
+echo "network cluster tests under SWIM took $((SECONDS - t0)) s"
+
 # placement and membership at scale, quick variant (issue 13): the real placement and SWIM code over simulated clusters of
 # 50 and 100 nodes, 20,000 objects; figures printed and plotted, not asserted (the unit tests of
 # fragstate-sim, above, assert). Long runs: ci/sim.sh. Results under target/sim-quick/ (not committed).

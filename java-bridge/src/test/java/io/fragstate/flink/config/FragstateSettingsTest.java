@@ -318,44 +318,41 @@ class FragstateSettingsTest {
         rejects("fragstate.bootstrap", "127.0.0.1:6130", "multiaddr", "fragstate.mode", "cluster", "fragstate.cluster-key-file", "/k", "fragstate.listen", "/ip4/127.0.0.1/tcp/0");
     }
 
+    /** A cluster-mode configuration that needs no network: fixed listen address and JobManager. */
+    private static final String[] CLUSTER = {
+        "fragstate.mode", "cluster",
+        "fragstate.cluster-key-file", "/k",
+        "fragstate.listen", "/ip4/127.0.0.1/tcp/0",
+        JobManagerOptions.ADDRESS.key(), "localhost"
+    };
+
+    /** {@link #CLUSTER} and {@code kv}. */
+    private static String[] cluster(String... kv) {
+        String[] all = java.util.Arrays.copyOf(CLUSTER, CLUSTER.length + kv.length);
+        System.arraycopy(kv, 0, all, CLUSTER.length, kv.length);
+        return all;
+    }
+
     @Test
     void failureDomainIsSentInClusterMode() {
-        String[] cluster = {
-            "fragstate.mode", "cluster",
-            "fragstate.cluster-key-file", "/k",
-            "fragstate.listen", "/ip4/127.0.0.1/tcp/0",
-            JobManagerOptions.ADDRESS.key(), "localhost"
-        };
-        assertThat(settings(cluster).toNodeJson()).contains("\"failureDomain\":\"host\"");
-        String[] process = java.util.Arrays.copyOf(cluster, cluster.length + 2);
-        process[cluster.length] = "fragstate.failure-domain";
-        process[cluster.length + 1] = " process ";
-        assertThat(settings(process).toNodeJson()).contains("\"failureDomain\":\"process\"");
-        process[cluster.length + 1] = "rack-7";
-        assertThat(settings(process).toNodeJson()).contains("\"failureDomain\":\"rack-7\"");
-        assertThat(settings(process).toStartJson()).contains("\"failureDomain\":\"rack-7\"");
+        assertThat(settings(CLUSTER).toNodeJson()).contains("\"failureDomain\":\"host\"");
+        assertThat(settings(cluster("fragstate.failure-domain", " process ")).toNodeJson()).contains("\"failureDomain\":\"process\"");
+        String[] rack = cluster("fragstate.failure-domain", "rack-7");
+        assertThat(settings(rack).toNodeJson()).contains("\"failureDomain\":\"rack-7\"");
+        assertThat(settings(rack).toStartJson()).contains("\"failureDomain\":\"rack-7\"");
         // embedded mode has no network node: the option is not sent
         assertThat(settings("fragstate.failure-domain", "process").toNodeJson()).doesNotContain("failureDomain");
-        rejects("fragstate.failure-domain", " ", "'process'", cluster);
-        rejects("fragstate.failure-domain", "a\tb", "printable", cluster);
-        rejects("fragstate.failure-domain", "x".repeat(129), "128 characters", cluster);
+        rejects("fragstate.failure-domain", " ", "'process'", CLUSTER);
+        rejects("fragstate.failure-domain", "a\tb", "printable", CLUSTER);
+        rejects("fragstate.failure-domain", "x".repeat(129), "128 characters", CLUSTER);
     }
 
     @Test
     void membershipIsSentInClusterMode() {
-        String[] cluster = {
-            "fragstate.mode", "cluster",
-            "fragstate.cluster-key-file", "/k",
-            "fragstate.listen", "/ip4/127.0.0.1/tcp/0",
-            JobManagerOptions.ADDRESS.key(), "localhost"
-        };
-        assertThat(settings(cluster).toNodeJson()).contains("\"membership\":\"mesh\"");
-        String[] swim = java.util.Arrays.copyOf(cluster, cluster.length + 2);
-        swim[cluster.length] = "fragstate.membership";
-        swim[cluster.length + 1] = "SWIM";
-        assertThat(settings(swim).toStartJson()).contains("\"membership\":\"swim\"");
+        assertThat(settings(CLUSTER).toNodeJson()).contains("\"membership\":\"mesh\"");
+        assertThat(settings(cluster("fragstate.membership", "SWIM")).toStartJson()).contains("\"membership\":\"swim\"");
         assertThat(settings("fragstate.membership", "swim").toNodeJson()).doesNotContain("membership");
-        rejects("fragstate.membership", "gossip", "one of mesh | swim", cluster);
+        rejects("fragstate.membership", "gossip", "one of mesh | swim", CLUSTER);
     }
 
     @Test

@@ -32,6 +32,14 @@ t0=$SECONDS
 FRAGSTATE_CARGO_PROFILE=ci ci/sim.sh --nodes 50,100 --objects 20000 --out "target/sim-quick/$(date -u +%Y%m%d-%H%M%S)"
 echo "sim quick variant took $((SECONDS - t0)) s"
 
+# swarm runs, quick variant (issue 13): 8 real node processes per membership mode; idle CPU, connections,
+# memory, put/get and a get after a kill -9, printed and plotted (the bytes read back are checked). Long runs:
+# ci/swarm.sh. Results under target/swarm-quick/ (not committed).
+step "Swarm runs, quick variant: ci/swarm.sh --quick (mesh versus SWIM at 8 nodes; long runs: ci/swarm.sh)"
+t0=$SECONDS
+FRAGSTATE_CARGO_PROFILE=ci ci/swarm.sh --quick --out "target/swarm-quick/$(date -u +%Y%m%d-%H%M%S)"
+echo "swarm quick variant took $((SECONDS - t0)) s"
+
 # the fuzzers' quick variant (issue 12): every target of rust-core/fuzz under AFL++ for 5 s, two
 # at a time, from the committed corpus; fails on any crash or hang. The committed corpus and every
 # past finding were already replayed by the cargo test above. Long runs: ci/fuzz.sh --execs N.

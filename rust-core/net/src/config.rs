@@ -61,6 +61,9 @@ impl std::fmt::Display for Membership {
 /// probes a different member every period, so at 1,000 nodes a longer
 /// timeout would keep hundreds open).
 pub const SWIM_IDLE_CONNECTION_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often [`Membership::Swim`] pings each open connection (a backstop for
+/// connections that stopped carrying anything; SWIM finds failed members).
+pub const SWIM_PING_INTERVAL: Duration = Duration::from_secs(5);
 
 /// How a node runs. [`NetConfig::new`] gives the defaults.
 #[derive(Clone)]
@@ -140,11 +143,19 @@ impl NetConfig {
 impl NetConfig {
     /// Runs the node with `membership`; [`Membership::Swim`] also closes
     /// unused connections after [`SWIM_IDLE_CONNECTION_TIMEOUT`] (the mesh
-    /// keeps them: there a closed connection is a peer gone).
+    /// keeps them: there a closed connection is a peer gone) and pings each
+    /// connection only every [`SWIM_PING_INTERVAL`]: SWIM's probes find dead
+    /// and frozen members, the pings only connections that stopped carrying
+    /// anything. (Pings every 300 ms on each of a few tens of connections per
+    /// node cost ~3 % of a core per idle node and saturated two cores at 64
+    /// node processes: NETWORK.md, "Swarm runs".)
     pub fn set_membership(&mut self, membership: Membership) {
         self.membership = membership;
         if membership == Membership::Swim {
             self.idle_connection_timeout = self.idle_connection_timeout.min(SWIM_IDLE_CONNECTION_TIMEOUT);
+            self.ping_interval = self.ping_interval.max(SWIM_PING_INTERVAL);
+            self.ping_timeout = self.ping_timeout.max(SWIM_PING_INTERVAL);
+            self.ping_failures_to_drop = self.ping_failures_to_drop.min(2);
         }
     }
 }

@@ -16,6 +16,7 @@ use libp2p::kad;
 use libp2p::pnet::PreSharedKey;
 use libp2p::swarm::dial_opts::{DialOpts, PeerCondition};
 use libp2p::multiaddr::Protocol;
+use libp2p::swarm::behaviour::toggle::Toggle;
 use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
 use libp2p::core::transport::{DialOpts as TransportDialOpts, ListenerId, PortUse, TransportError, TransportEvent};
 use libp2p::{connection_limits, dns, identify, noise, ping, tcp, yamux, Multiaddr, PeerId, Swarm, Transport};
@@ -47,9 +48,11 @@ pub const MAX_ESTABLISHED: u32 = 2048;
 pub(crate) struct Behaviour {
     pending_per_address: pending_limit::Behaviour,
     limits: connection_limits::Behaviour,
-    identify: identify::Behaviour,
+    /// Mesh only (off under SWIM, whose meta carries what they tell: each new
+    /// connection would cost their exchanges, and SWIM opens many).
+    identify: Toggle<identify::Behaviour>,
     ping: ping::Behaviour,
-    kad: kad::Behaviour<kad::store::MemoryStore>,
+    kad: Toggle<kad::Behaviour<kad::store::MemoryStore>>,
     stream: libp2p_stream::Behaviour,
 }
 
@@ -63,6 +66,7 @@ pub(crate) fn build_swarm(cfg: &NetConfig) -> Result<(Swarm<Behaviour>, libp2p_s
     let mut kademlia = kad::Behaviour::with_config(peer_id, kad::store::MemoryStore::new(peer_id), kad_cfg);
     // In automatic mode a node without a confirmed external address stays a client and is never added to routing tables.
     kademlia.set_mode(Some(kad::Mode::Server));
+    let mesh = cfg.membership == Membership::Mesh;
     let stream = libp2p_stream::Behaviour::new();
     let control = stream.new_control();
     let behaviour = Behaviour {
@@ -73,12 +77,14 @@ pub(crate) fn build_swarm(cfg: &NetConfig) -> Result<(Swarm<Behaviour>, libp2p_s
                 .with_max_established_per_peer(Some(MAX_ESTABLISHED_PER_PEER))
                 .with_max_established(Some(MAX_ESTABLISHED)),
         ),
-        identify: identify::Behaviour::new(
-            identify::Config::new(IDENTIFY_PROTOCOL.to_string(), cfg.identity.public())
-                .with_agent_version(format!("fragstate/{}", env!("CARGO_PKG_VERSION"))),
-        ),
+        identify: Toggle::from(mesh.then(|| {
+            identify::Behaviour::new(
+                identify::Config::new(IDENTIFY_PROTOCOL.to_string(), cfg.identity.public())
+                    .with_agent_version(format!("fragstate/{}", env!("CARGO_PKG_VERSION"))),
+            )
+        })),
         ping: ping::Behaviour::new(ping::Config::new().with_interval(cfg.ping_interval).with_timeout(cfg.ping_timeout)),
-        kad: kademlia,
+        kad: Toggle::from(mesh.then_some(kademlia)),
         stream,
     };
     let swarm_cfg = libp2p::swarm::Config::with_tokio_executor()
@@ -215,7 +221,7 @@ pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, m
                     let listen: Vec<Multiaddr> = inner.cfg.listen.iter().chain(lock(&inner.listen_addrs).iter()).cloned().collect();
                     bootstrap.dial_all(&mut swarm, &inner.cfg.bootstrap, &listen);
                 } else if mesh {
-                    let _ = swarm.behaviour_mut().kad.bootstrap();
+                    kad_bootstrap(&mut swarm);
                 }
                 if !mesh {
                     continue;
@@ -290,6 +296,13 @@ impl RefusedConnections {
     }
 }
 
+/// Refreshes the Kademlia routing table (mesh: it finds the peers to connect to).
+fn kad_bootstrap(swarm: &mut Swarm<Behaviour>) {
+    if let Some(kad) = swarm.behaviour_mut().kad.as_mut() {
+        let _ = kad.bootstrap();
+    }
+}
+
 fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, pings: &mut PingFailures, ev: SwarmEvent<BehaviourEvent>) {
     match ev {
         SwarmEvent::NewListenAddr { address, .. } => {
@@ -306,8 +319,8 @@ fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, pings: &mut Pi
                     p.addrs.push(endpoint.get_remote_address().clone());
                 }
             }
-            if endpoint.is_dialer() {
-                swarm.behaviour_mut().kad.add_address(&peer_id, endpoint.get_remote_address().clone());
+            if let (true, Some(kad)) = (endpoint.is_dialer(), swarm.behaviour_mut().kad.as_mut()) {
+                kad.add_address(&peer_id, endpoint.get_remote_address().clone());
             }
             tracing::debug!(%peer_id, "connection established");
             if inner.cfg.membership == Membership::Mesh {
@@ -343,13 +356,13 @@ fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, pings: &mut Pi
         }
         SwarmEvent::Behaviour(BehaviourEvent::Identify(identify::Event::Received { peer_id, info, .. })) => {
             // Inbound connections come from ephemeral ports: use the listen addresses the peer reports.
-            for a in info.listen_addrs {
-                swarm.behaviour_mut().kad.add_address(&peer_id, a);
+            if let Some(kad) = swarm.behaviour_mut().kad.as_mut() {
+                for a in info.listen_addrs {
+                    kad.add_address(&peer_id, a);
+                }
             }
-            // Learn the rest of the cluster from the new peer right away (SWIM does that itself).
-            if inner.cfg.membership == Membership::Mesh {
-                let _ = swarm.behaviour_mut().kad.bootstrap();
-            }
+            // Learn the rest of the cluster from the new peer right away.
+            kad_bootstrap(swarm);
         }
         SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::RoutingUpdated { peer, addresses, .. }))
             if peer != inner.peer_id && !swarm.is_connected(&peer) && inner.cfg.membership == Membership::Mesh =>

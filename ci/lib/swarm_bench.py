@@ -1,0 +1,267 @@
+"""Swarm runs (issue 13): N real `fragstate node` processes on loopback per membership mode.
+
+For every mode and cluster size asked: start N storage nodes (node 0 first, every other
+bootstrapping from it), time until a client sees all N, let the cluster settle, then measure an
+idle window from /proc (CPU of every node, bytes each wrote to its sockets, resident memory,
+established TCP connections per node), an 8 MiB put and get through the CLI, and a get right
+after one holder of that object was killed with SIGKILL. Writes table.md, summary.json and
+swarm.png into --out. Usage: see ci/swarm.sh.
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime (fields 14 and 15 of stat)
+
+
+def written_bytes(pid):
+    with open(f"/proc/{pid}/io") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("wchar:"))
+
+
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
+
+
+def established_inodes():
+    """Inodes of every established TCP socket on this machine (/proc/net/tcp, tcp6)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    parts = line.split()
+                    if parts[3] == "01":
+                        inodes.add(parts[9])
+        except FileNotFoundError:
+            pass
+    return inodes
+
+
+def connections(pid, established):
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:[") and target[8:-1] in established:
+            n += 1
+    return n
+
+
+class RunFailed(Exception):
+    """A run that could not finish (a node that exited, a cluster that did not form in time)."""
+
+
+def pct(values, q):
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))] if s else 0
+
+
+class Cluster:
+    def __init__(self, binary, mode, n, workdir):
+        self.bin, self.mode, self.n, self.dir = binary, mode, n, workdir
+        self.key = os.path.join(workdir, "cluster.key")
+        subprocess.run([binary, "keygen", self.key], check=True, stdout=subprocess.DEVNULL)
+        self.procs, self.addr = [], None
+
+    def start(self):
+        env = dict(os.environ, FRAGSTATE_LOG="warn")
+        for i in range(self.n):
+            out = open(os.path.join(self.dir, f"n{i}.out"), "w")
+            err = open(os.path.join(self.dir, f"n{i}.err"), "w")
+            cmd = [self.bin, "node", "--listen", "/ip4/127.0.0.1/tcp/0", "--memory", "1GiB", "--key-file", self.key,
+                   "--domain", f"n{i}", "--membership", self.mode]
+            if self.addr:
+                cmd += ["--bootstrap", self.addr]
+            self.procs.append(subprocess.Popen(cmd, stdout=out, stderr=err, env=env))
+            if i == 0:
+                self.addr = self.wait_listen(0)
+        for i in range(1, self.n):
+            self.wait_listen(i)
+
+    def wait_listen(self, i):
+        deadline = time.time() + 30
+        path = os.path.join(self.dir, f"n{i}.out")
+        while time.time() < deadline:
+            with open(path) as f:
+                for line in f:
+                    if line.startswith("LISTEN "):
+                        return line.split()[1]
+            if self.procs[i].poll() is not None:
+                raise RunFailed(f"node {i} exited with {self.procs[i].returncode}: {open(path.replace('.out', '.err')).read()[-2000:]}")
+            time.sleep(0.05)
+        raise RunFailed(f"node {i} printed no LISTEN line within 30 s")
+
+    def cli(self, *args, wait_nodes, wait=120, timeout=600):
+        cmd = [self.bin, *args, "--bootstrap", self.addr, "--key-file", self.key, "--membership", self.mode,
+               "--wait-nodes", str(wait_nodes), "--wait-timeout", str(wait)]
+        t = time.time()
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ, FRAGSTATE_LOG="warn"))
+        if r.returncode != 0:
+            raise RunFailed(f"{args[0]} failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}")
+        return time.time() - t, r.stdout
+
+    def stop(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def run_one(binary, mode, n, settle, idle):
+    with tempfile.TemporaryDirectory(prefix=f"swarm-{mode}-{n}-") as d:
+        c = Cluster(binary, mode, n, d)
+        started = time.time()
+        try:
+            c.start()
+            log(f"{mode}, {n} nodes: {n} processes listening after {time.time() - started:.1f} s")
+            formed, _ = c.cli("ls", "/", wait_nodes=n)
+            log(f"{mode}, {n} nodes: a client sees all {n} after {formed:.1f} s; settling {settle} s")
+            time.sleep(settle)
+            pids = [p.pid for p in c.procs]
+            t0, cpu0, w0 = time.time(), [cpu_ticks(p) for p in pids], [written_bytes(p) for p in pids]
+            time.sleep(idle)
+            t1, cpu1, w1 = time.time(), [cpu_ticks(p) for p in pids], [written_bytes(p) for p in pids]
+            established = established_inodes()
+            conns = [connections(p, established) for p in pids]
+            rss = [rss_bytes(p) for p in pids]
+            span = t1 - t0
+            cpu = [(b - a) / CLK_TCK / span for a, b in zip(cpu0, cpu1)]
+            wrote = [(b - a) / span for a, b in zip(w0, w1)]
+            src = os.path.join(d, "obj")
+            with open(src, "wb") as f:
+                f.write(os.urandom(8 << 20))
+            put_s, out = c.cli("put", src, "/swarm/obj", "--k", "4", "--m", "2", wait_nodes=n)
+            holders = out.split("holders [")[1].split("]")[0].split(", ")
+            dst = os.path.join(d, "back")
+            get_s, _ = c.cli("get", "/swarm/obj", dst, wait_nodes=n)
+            same = open(src, "rb").read() == open(dst, "rb").read()
+            # a holder other than the seed is killed; the next get must do without it
+            victim = next(i for i in range(1, n) if any(h in open(os.path.join(d, f"n{i}.out")).read() for h in holders))
+            c.procs[victim].send_signal(signal.SIGKILL)
+            c.procs[victim].wait()
+            os.remove(dst)
+            get_killed_s, _ = c.cli("get", "/swarm/obj", dst, wait_nodes=n - 1)
+            same = same and open(src, "rb").read() == open(dst, "rb").read()
+            if not same:
+                sys.exit(f"{mode}, {n} nodes: an object read back differs")  # never a figure: a bug
+        finally:
+            c.stop()
+    row = {
+        "mode": mode, "nodes": n, "formed_s": round(formed, 2),
+        "idle_cpu_all_pct": round(100 * sum(cpu), 1), "idle_cpu_per_node_pct": round(100 * sum(cpu) / n, 2),
+        "idle_cpu_per_node_p99_pct": round(100 * pct(cpu, 0.99), 2),
+        "idle_written_per_node_bytes_s": round(sum(wrote) / n), "connections_all": sum(conns),
+        "connections_per_node_p50": pct(conns, 0.5), "connections_per_node_p99": pct(conns, 0.99),
+        "connections_per_node_max": max(conns), "rss_all_mib": round(sum(rss) / 2**20, 1),
+        "rss_per_node_mib": round(sum(rss) / n / 2**20, 1), "put_8mib_s": round(put_s, 2), "get_8mib_s": round(get_s, 2),
+        "get_after_kill_s": round(get_killed_s, 2),
+    }
+    log(f"{mode}, {n} nodes: {json.dumps(row)}")
+    return row
+
+
+COLUMNS = [
+    ("mode", "membership"), ("nodes", "nodes"), ("formed_s", "all N seen by a client (s)"),
+    ("idle_cpu_all_pct", "idle CPU, all nodes (% of a core)"), ("idle_cpu_per_node_pct", "idle CPU per node (%)"),
+    ("idle_written_per_node_bytes_s", "idle bytes written per node/s"),
+    ("connections_per_node_p50", "TCP connections per node p50"), ("connections_per_node_p99", "p99"),
+    ("rss_per_node_mib", "RSS per node (MiB)"), ("put_8mib_s", "put 8 MiB (s)"), ("get_8mib_s", "get 8 MiB (s)"),
+    ("get_after_kill_s", "get after kill -9 of a holder (s)"),
+]
+
+
+def write_results(rows, out, meta):
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump({"meta": meta, "runs": rows}, f, indent=1)
+    lines = ["| " + " | ".join(h for _, h in COLUMNS) + " |", "|" + " ---: |" * len(COLUMNS)]
+    for r in rows:
+        if "failed" in r:
+            lines.append(f"| {r['mode']} | {r['nodes']:,} | failed: {r['failed'][:160]} |" + " |" * (len(COLUMNS) - 3))
+            continue
+        lines.append("| " + " | ".join(f"{r[k]:,}" if isinstance(r[k], (int, float)) else str(r[k]) for k, _ in COLUMNS) + " |")
+    with open(os.path.join(out, "table.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib missing: no plot (ci/swarm.sh runs this with ci/lib/plot-venv.sh's python)")
+        return
+    metrics = [k for k, _ in COLUMNS[2:]]
+    fig, axes = plt.subplots(3, 4, figsize=(16, 10))
+    for ax, key in zip(axes.flat, metrics):
+        for mode in sorted({r["mode"] for r in rows}):
+            pts = sorted((r["nodes"], r[key]) for r in rows if r["mode"] == mode and "failed" not in r)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=mode)
+        ax.set_xscale("log")
+        ax.set_xlabel("storage node processes")
+        ax.set_title(dict(COLUMNS)[key] if key != "connections_per_node_p99" else "TCP connections per node p99", fontsize=9)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"fragstate swarm runs on one {os.cpu_count()}-core machine (loopback): mesh vs SWIM membership")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "swarm.png"), dpi=80)
+    log(f"written: {out}/table.md, summary.json, swarm.png")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--modes", default="mesh,swim")
+    ap.add_argument("--nodes", default="8,16,32,64,128")
+    ap.add_argument("--mesh-max", type=int, default=32, help="largest mesh run (a full mesh saturates 2 cores at 32)")
+    ap.add_argument("--settle", type=float, default=10)
+    ap.add_argument("--idle", type=float, default=10)
+    a = ap.parse_args()
+    sizes = [int(x) for x in a.nodes.split(",")]
+    if any(n < 7 for n in sizes):
+        sys.exit(f"--nodes {a.nodes}: every size must be at least 7 (k + m = 6 holders besides the writer, one killed)")
+    rows = []
+    for mode in a.modes.split(","):
+        if mode not in ("mesh", "swim"):
+            sys.exit(f"--modes: {mode!r} is not mesh or swim")
+        for n in sizes:
+            if mode == "mesh" and n > a.mesh_max:
+                log(f"mesh, {n} nodes: skipped (--mesh-max {a.mesh_max})")
+                continue
+            try:
+                rows.append(run_one(a.bin, mode, n, a.settle, a.idle))
+            except RunFailed as e:
+                log(f"{mode}, {n} nodes: failed: {e}; no larger {mode} runs")
+                rows.append({"mode": mode, "nodes": n, "failed": str(e)})
+                break
+    meta = {"cores": os.cpu_count(), "settle_s": a.settle, "idle_s": a.idle, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    write_results(rows, a.out, meta)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Swarm runs (issue 13): N real `fragstate node` processes on loopback, full mesh versus SWIM
+# membership. Per mode and size: time until a client sees all N, idle CPU, bytes written and TCP
+# connections per node, resident memory, an 8 MiB put and get, and a get right after a holder was
+# killed with SIGKILL (ci/lib/swarm_bench.py). Writes table.md, summary.json and swarm.png.
+#
+#   ci/swarm.sh                                   # mesh at 8..32, SWIM at 8..128 nodes
+#   ci/swarm.sh --nodes 8,16,32,64,128,256        # other sizes (--mesh-max 32 caps the mesh runs)
+#   ci/swarm.sh --quick                           # the CI variant: 8 nodes, both modes, short windows
+#   ci/swarm.sh --out DIR ...                     # default: target/swarm/<time>
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=lib/common.sh
+source ci/lib/common.sh
+
+help_on_request "$@"
+need cargo "install Rust (https://rustup.rs)"
+need python3 "install Python 3 (apt-get install python3)"
+
+out="target/swarm/$(date -u +%Y%m%d-%H%M%S)"
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out="${2:?--out needs a folder}"; shift 2 ;;
+    --quick) args+=(--nodes 8 --settle 2 --idle 3); shift ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+profile="${FRAGSTATE_CARGO_PROFILE:-release}"
+step "building fragstate (cargo profile $profile)"
+cargo build --locked -q -p fragstate-cli --bin fragstate --profile "$profile"
+bin="$PWD/target/$profile/fragstate"
+[ "$profile" = dev ] && bin="$PWD/target/debug/fragstate"
+python="$(ci/lib/plot-venv.sh)"
+# every process this run starts is a child of the Python driver, stopped by it (SIGTERM, then SIGKILL)
+step "swarm runs: ${args[*]:-defaults}"
+"$python" ci/lib/swarm_bench.py --bin "$bin" --out "$out" "${args[@]}"

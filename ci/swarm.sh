@@ -22,7 +22,7 @@ args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="${2:?--out needs a folder}"; shift 2 ;;
-    --quick) args+=(--nodes 8 --settle 2 --idle 3); shift ;;
+    --quick) args+=(--nodes 8 --settle 2 --idle 3 --strict); shift ;;
     *) args+=("$1"); shift ;;
   esac
 done

@@ -241,6 +241,7 @@ def main():
     ap.add_argument("--mesh-max", type=int, default=32, help="largest mesh run (a full mesh saturates 2 cores at 32)")
     ap.add_argument("--settle", type=float, default=10)
     ap.add_argument("--idle", type=float, default=10)
+    ap.add_argument("--strict", action="store_true", help="exit 1 when a run failed (CI: no size is expected to fail)")
     a = ap.parse_args()
     sizes = [int(x) for x in a.nodes.split(",")]
     if any(n < 7 for n in sizes):
@@ -261,6 +262,8 @@ def main():
                 break
     meta = {"cores": os.cpu_count(), "settle_s": a.settle, "idle_s": a.idle, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     write_results(rows, a.out, meta)
+    if a.strict and any("failed" in r for r in rows):
+        sys.exit("a swarm run failed (above)")
 
 
 if __name__ == "__main__":

@@ -24,11 +24,8 @@ while [ $# -gt 0 ]; do
     *) args+=("$1"); shift ;;
   esac
 done
-profile="${FRAGSTATE_CARGO_PROFILE:-release}"
-step "building fragstate-sim (cargo profile $profile)"
-cargo build --locked -q -p fragstate-sim --profile "$profile"
-bin="target/$profile/fragstate-sim"
-[ "$profile" = dev ] && bin="target/debug/fragstate-sim"
+step "building fragstate-sim (cargo profile ${FRAGSTATE_CARGO_PROFILE:-release})"
+bin="$(cargo_binary fragstate-sim fragstate-sim)"
 step "simulating: ${args[*]:-defaults}"
 "$bin" --out "$out" "${args[@]}"
 python="$(ci/lib/plot-venv.sh)"

@@ -26,11 +26,8 @@ while [ $# -gt 0 ]; do
     *) args+=("$1"); shift ;;
   esac
 done
-profile="${FRAGSTATE_CARGO_PROFILE:-release}"
-step "building fragstate (cargo profile $profile)"
-cargo build --locked -q -p fragstate-cli --bin fragstate --profile "$profile"
-bin="$PWD/target/$profile/fragstate"
-[ "$profile" = dev ] && bin="$PWD/target/debug/fragstate"
+step "building fragstate (cargo profile ${FRAGSTATE_CARGO_PROFILE:-release})"
+bin="$(cargo_binary fragstate-cli fragstate)"
 python="$(ci/lib/plot-venv.sh)"
 # every process this run starts is a child of the Python driver, stopped by it (SIGTERM, then SIGKILL)
 step "swarm runs: ${args[*]:-defaults}"

@@ -38,6 +38,16 @@ project_version() {
   printf '%s\n' "$v"
 }
 
+# cargo_binary PACKAGE BINARY: builds BINARY of the workspace crate PACKAGE with the cargo profile
+# $FRAGSTATE_CARGO_PROFILE (default release; cargo's output on stderr) and prints the binary's path.
+cargo_binary() {
+  local profile="${FRAGSTATE_CARGO_PROFILE:-release}" dir
+  cargo build --locked -q -p "$1" --bin "$2" --profile "$profile" >&2
+  dir="$profile"
+  [ "$profile" = dev ] && dir=debug
+  printf '%s\n' "$FRAGSTATE_REPO/target/$dir/$2"
+}
+
 # help_on_request "$@": when the first argument is -h or --help, print the calling script's header
 # comment (line 2 up to `set -euo pipefail`) and exit 0.
 help_on_request() {

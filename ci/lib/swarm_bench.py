@@ -153,21 +153,22 @@ def run_one(binary, mode, n, settle, idle):
             span = t1 - t0
             cpu = [(b - a) / CLK_TCK / span for a, b in zip(cpu0, cpu1)]
             wrote = [(b - a) / span for a, b in zip(w0, w1)]
+            data = os.urandom(8 << 20)
             src = os.path.join(d, "obj")
             with open(src, "wb") as f:
-                f.write(os.urandom(8 << 20))
+                f.write(data)
             put_s, out = c.cli("put", src, "/swarm/obj", "--k", "4", "--m", "2", wait_nodes=n)
             holders = out.split("holders [")[1].split("]")[0].split(", ")
             dst = os.path.join(d, "back")
             get_s, _ = c.cli("get", "/swarm/obj", dst, wait_nodes=n)
-            same = open(src, "rb").read() == open(dst, "rb").read()
+            same = open(dst, "rb").read() == data
             # a holder other than the seed is killed; the next get must do without it
             victim = next(i for i in range(1, n) if any(h in open(os.path.join(d, f"n{i}.out")).read() for h in holders))
             c.procs[victim].send_signal(signal.SIGKILL)
             c.procs[victim].wait()
             os.remove(dst)
             get_killed_s, _ = c.cli("get", "/swarm/obj", dst, wait_nodes=n - 1)
-            same = same and open(src, "rb").read() == open(dst, "rb").read()
+            same = same and open(dst, "rb").read() == data
             if not same:
                 sys.exit(f"{mode}, {n} nodes: an object read back differs")  # never a figure: a bug
         finally:

@@ -95,7 +95,7 @@ impl DialWaiters {
             return;
         }
         let addrs = lock(&inner.peers).get(&peer).map(|p| p.addrs.clone()).unwrap_or_default();
-        let opts = DialOpts::peer_id(peer).addresses(addrs).extend_addresses_through_behaviour().condition(PeerCondition::DisconnectedAndNotDialing).build();
+        let opts = DialOpts::peer_id(peer).addresses(addrs).condition(PeerCondition::DisconnectedAndNotDialing).build();
         match swarm.dial(opts) {
             Ok(()) | Err(libp2p::swarm::DialError::DialPeerConditionFalse(_)) => self.0.entry(peer).or_default().push(done),
             Err(e) => {

@@ -245,8 +245,7 @@ pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, m
                     SwarmEvent::OutgoingConnectionError { peer_id: Some(p), error, .. } if !swarm.is_connected(p) => {
                         dials.finish(p, Err(error.to_string()));
                         if !mesh {
-                            lock(&inner.peers).entry(*p).or_default().unreachable = true;
-                            inner.to_swim(SwimInput::ConnectionFailed(*p));
+                            inner.connection_failed(*p);
                         }
                     }
                     _ => {}
@@ -335,17 +334,11 @@ fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, pings: &mut Pi
                 // Not a sign of death under SWIM (unused connections close), but an I/O
                 // error (a reset: `kill -9`) makes the peer unreachable here until SWIM's
                 // probe, asked for now, connects again.
-                let broken = matches!(cause, Some(libp2p::swarm::ConnectionError::IO(_)));
-                {
-                    let mut peers = lock(&inner.peers);
-                    let p = peers.entry(peer_id).or_default();
-                    p.connections = 0;
-                    p.unreachable |= broken;
-                }
+                lock(&inner.peers).entry(peer_id).or_default().connections = 0;
                 lock(&inner.pool).remove(&peer_id);
-                if broken {
+                if matches!(cause, Some(libp2p::swarm::ConnectionError::IO(_))) {
                     tracing::debug!(%peer_id, cause = ?cause, "connection broke");
-                    inner.to_swim(SwimInput::ConnectionFailed(peer_id));
+                    inner.connection_failed(peer_id);
                 }
             } else if num_established == 0 {
                 let why = cause.map(|c| c.to_string()).unwrap_or_else(|| "closed".into());

@@ -47,6 +47,13 @@ impl Inner {
         }
     }
 
+    /// A dial to `peer` failed or its connection broke: no requests go to it
+    /// from this node until a new connection, and SWIM probes it next.
+    pub(crate) fn connection_failed(&self, peer: PeerId) {
+        lock(&self.peers).entry(peer).or_default().unreachable = true;
+        self.to_swim(SwimInput::ConnectionFailed(peer));
+    }
+
     /// Live SWIM members this node knows, of any role.
     pub(crate) fn live_members(&self) -> usize {
         lock(&self.peers).values().filter(|p| p.member).count()

@@ -89,17 +89,22 @@ impl Inner {
     }
 }
 
-pub(crate) async fn exchange_hello(inner: &Arc<Inner>, peer: PeerId, all_tombstones: bool) {
+/// Sends `peer` this node's hello and records its reply; whether both went through.
+pub(crate) async fn exchange_hello(inner: &Arc<Inner>, peer: PeerId, all_tombstones: bool) -> bool {
     let node = NodeId::from(peer.to_base58());
     let body = wire::encode(&inner.my_hello(all_tombstones));
     match inner.request(&node, Kind::Hello, &body, &[]).await {
         Ok(f) if f.kind == Kind::HelloReply => match wire::decode_hello(&f.body) {
-            Ok(h) => inner.record_hello(peer, h),
+            Ok(h) => {
+                inner.record_hello(peer, h);
+                return true;
+            }
             Err(e) => violation_or_log(inner, peer, &e),
         },
         Ok(f) => tracing::warn!(%peer, kind = ?f.kind, "unexpected hello reply"),
         Err(e) => tracing::debug!(%peer, error = %e, "hello failed"),
     }
+    false
 }
 
 pub(crate) async fn hello_task(inner: Arc<Inner>) {

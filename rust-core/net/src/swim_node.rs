@@ -31,6 +31,9 @@ use crate::wire::{Hello, Role, PROTOCOL_VERSION};
 
 /// Members that greet a node joining or returning with this node's tombstones.
 pub(crate) const GREETERS: usize = 3;
+/// Greetings tried this often, this far apart.
+const GREET_ATTEMPTS: u32 = 5;
+const GREET_RETRY: Duration = Duration::from_secs(1);
 /// Membership messages being sent, and being received, at once at most; beyond, a
 /// message is dropped (SWIM takes lost messages for what they are).
 const MESSAGES_IN_FLIGHT: usize = 256;
@@ -218,6 +221,10 @@ fn apply(inner: &Arc<Inner>, ev: Event<NodeMeta>, incompatible: &mut HashSet<Nod
                 let restarted = !joined && p.started_ms != 0 && p.started_ms != meta.started_ms;
                 p.started_ms = meta.started_ms;
                 p.member = true;
+                if joined || restarted {
+                    // A new process: the failed connections were its predecessor's.
+                    p.unreachable = false;
+                }
                 p.left_at = None;
                 if !addrs.is_empty() {
                     p.addrs = addrs;
@@ -232,8 +239,7 @@ fn apply(inner: &Arc<Inner>, ev: Event<NodeMeta>, incompatible: &mut HashSet<Nod
                 tracing::info!(%peer, "peer restarted");
             }
             if (joined || restarted) && greets(inner, &node) {
-                let inner = inner.clone();
-                tokio::spawn(async move { exchange_hello(&inner, peer, true).await });
+                tokio::spawn(greet(inner.clone(), peer));
             }
         }
         Event::Suspect(node) => tracing::debug!(%node, "member suspected"),
@@ -254,6 +260,22 @@ fn apply(inner: &Arc<Inner>, ev: Event<NodeMeta>, incompatible: &mut HashSet<Nod
                 let _ = inner.cmd.send(Cmd::Disconnect(peer));
             }
         }
+    }
+}
+
+/// Sends a joining (or returning) member this node's tombstones, retried
+/// while it is a member: it may still be starting to listen, and a returning
+/// node's tombstones are the only way it learns the deletes it missed.
+async fn greet(inner: Arc<Inner>, peer: PeerId) {
+    for attempt in 1..=GREET_ATTEMPTS {
+        if exchange_hello(&inner, peer, true).await {
+            return;
+        }
+        if attempt == GREET_ATTEMPTS || !lock(&inner.peers).get(&peer).is_some_and(|p| p.member) {
+            tracing::warn!(%peer, attempt, "could not greet a joining member with this node's tombstones (the other greeters may have)");
+            return;
+        }
+        tokio::time::sleep(GREET_RETRY).await;
     }
 }
 

@@ -5,7 +5,13 @@ bootstrapping from it), time until a client sees all N, let the cluster settle, 
 idle window from /proc (CPU of every node, bytes each wrote to its sockets, resident memory,
 established TCP connections per node), an 8 MiB put and get through the CLI, and a get right
 after one holder of that object was killed with SIGKILL. Writes table.md, summary.json and
-swarm.png into --out. Usage: see ci/swarm.sh.
+swarm.png into --out.
+
+With --in-process, every size runs as `fragstate bench swarm` instead: all N nodes and the client
+in one process over loopback TCP (one runtime, no per-process cost), so that sizes well past what
+one process per node allows on two cores can run; it measures formation, idle CPU, membership
+messages and connections per node, restores (lookup requests and time) and how long a stopped
+node takes to be dead at every other node, and writes swarm-in-process.png. Usage: see ci/swarm.sh.
 """
 
 import argparse
@@ -197,16 +203,50 @@ COLUMNS = [
 ]
 
 
-def write_results(rows, out, meta):
+IN_PROCESS_COLUMNS = [
+    ("mode", "membership"), ("nodes", "nodes"), ("formed_all_s", "formed: every node sees all (s)"),
+    ("idle_cpu_per_node_pct", "idle CPU per node (% of a core)"),
+    ("membership_msgs_per_node_s", "membership messages sent per node/s"),
+    ("membership_bytes_per_node_s", "membership bytes sent per node/s"),
+    ("connections_opened_per_node_s", "connections opened per node/s"),
+    ("connected_peers_p50", "connected peers per node p50"), ("connected_peers_p99", "p99"),
+    ("rss_per_node_mib", "memory per node (MiB)"),
+    ("lookup_requests_per_restore", "lookup requests per restore"),
+    ("restores_settled_first_round", "restores settled in one round trip"),
+    ("restore_median_ms", "restore median (ms)"), ("dead_p99_s", "stopped node dead at p99 of the others (s)"),
+]
+
+
+def run_in_process(binary, mode, n, settle, idle, objects, size, strict):
+    """One `fragstate bench swarm` run; its JSON row. With `strict`, a run whose stopped node some
+    node never found dead, or whose steady-state restores needed more than k + m lookup requests,
+    fails (the bytes read back are compared by the run itself)."""
+    cmd = [binary, "bench", "swarm", "--membership", mode, "--nodes", str(n), "--settle", str(settle),
+           "--idle", str(idle), "--objects", str(objects), "--size", size]
+    log(" ".join(cmd))
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None, text=True)
+    if p.returncode != 0:
+        raise RunFailed(f"fragstate bench swarm exited with {p.returncode}")
+    row = json.loads(p.stdout.strip().splitlines()[-1])
+    log(f"{mode}, {n} nodes in one process: {json.dumps(row)}")
+    if strict and row["dead_never"] > 0:
+        raise RunFailed(f"{row['dead_never']} nodes never found the stopped node dead")
+    if strict and row["lookup_requests_per_restore"] > row["k"] + row["m"]:
+        raise RunFailed(f"{row['lookup_requests_per_restore']} lookup requests per restore, more than k + m")
+    return row
+
+
+def write_results(rows, out, meta, columns=None, plot="swarm.png"):
+    columns = columns or COLUMNS
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump({"meta": meta, "runs": rows}, f, indent=1)
-    lines = ["| " + " | ".join(h for _, h in COLUMNS) + " |", "|" + " ---: |" * len(COLUMNS)]
+    lines = ["| " + " | ".join(h for _, h in columns) + " |", "|" + " ---: |" * len(columns)]
     for r in rows:
         if "failed" in r:
-            lines.append(f"| {r['mode']} | {r['nodes']:,} | failed: {r['failed'][:160]} |" + " |" * (len(COLUMNS) - 3))
+            lines.append(f"| {r['mode']} | {r['nodes']:,} | failed: {r['failed'][:160]} |" + " |" * (len(columns) - 3))
             continue
-        lines.append("| " + " | ".join(f"{r[k]:,}" if isinstance(r[k], (int, float)) else str(r[k]) for k, _ in COLUMNS) + " |")
+        lines.append("| " + " | ".join(f"{r[k]:,}" if isinstance(r[k], (int, float)) else str(r[k]) for k, _ in columns) + " |")
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -217,20 +257,23 @@ def write_results(rows, out, meta):
     except ImportError:
         log("matplotlib missing: no plot (ci/swarm.sh runs this with ci/lib/plot-venv.sh's python)")
         return
-    metrics = [k for k, _ in COLUMNS[2:]]
-    fig, axes = plt.subplots(3, 4, figsize=(16, 10))
+    metrics = [k for k, _ in columns[2:]]
+    rows_of_plots = (len(metrics) + 3) // 4
+    fig, axes = plt.subplots(rows_of_plots, 4, figsize=(16, 3.4 * rows_of_plots))
     for ax, key in zip(axes.flat, metrics):
         for mode in sorted({r["mode"] for r in rows}):
             pts = sorted((r["nodes"], r[key]) for r in rows if r["mode"] == mode and "failed" not in r)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=mode)
         ax.set_xscale("log")
-        ax.set_xlabel("storage node processes")
-        ax.set_title(dict(COLUMNS)[key] if key != "connections_per_node_p99" else "TCP connections per node p99", fontsize=9)
+        ax.set_xlabel("storage nodes" if plot != "swarm.png" else "storage node processes")
+        title = dict(columns)[key]
+        ax.set_title(title if title != "p99" else dict(columns)[key.replace("p99", "p50")].replace("p50", "p99"), fontsize=9)
         ax.legend(fontsize=8)
-    fig.suptitle(f"fragstate swarm runs on one {os.cpu_count()}-core machine (loopback): mesh vs SWIM membership")
+    where = "all nodes in one process" if plot != "swarm.png" else "one process per node"
+    fig.suptitle(f"fragstate swarm runs on one {os.cpu_count()}-core machine (loopback, {where}): mesh vs SWIM membership")
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "swarm.png"), dpi=80)
-    log(f"written: {out}/table.md, summary.json, swarm.png")
+    fig.savefig(os.path.join(out, plot), dpi=80)
+    log(f"written: {out}/table.md, summary.json, {plot}")
 
 
 def main():
@@ -243,6 +286,9 @@ def main():
     ap.add_argument("--settle", type=float, default=10)
     ap.add_argument("--idle", type=float, default=10)
     ap.add_argument("--strict", action="store_true", help="exit 1 when a run failed (CI: no size is expected to fail)")
+    ap.add_argument("--in-process", action="store_true", help="all nodes of a run in one process (fragstate bench swarm)")
+    ap.add_argument("--objects", type=int, default=20, help="--in-process: objects written, then restored once each")
+    ap.add_argument("--size", default="1MiB", help="--in-process: size of each object")
     a = ap.parse_args()
     sizes = [int(x) for x in a.nodes.split(",")]
     if any(n < 7 for n in sizes):
@@ -256,13 +302,20 @@ def main():
                 log(f"mesh, {n} nodes: skipped (--mesh-max {a.mesh_max})")
                 continue
             try:
-                rows.append(run_one(a.bin, mode, n, a.settle, a.idle))
+                if a.in_process:
+                    rows.append(run_in_process(a.bin, mode, n, a.settle, a.idle, a.objects, a.size, a.strict))
+                else:
+                    rows.append(run_one(a.bin, mode, n, a.settle, a.idle))
             except RunFailed as e:
                 log(f"{mode}, {n} nodes: failed: {e}; no larger {mode} runs")
                 rows.append({"mode": mode, "nodes": n, "failed": str(e)})
                 break
-    meta = {"cores": os.cpu_count(), "settle_s": a.settle, "idle_s": a.idle, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    write_results(rows, a.out, meta)
+    meta = {"cores": os.cpu_count(), "settle_s": a.settle, "idle_s": a.idle, "in_process": a.in_process,
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    if a.in_process:
+        write_results(rows, a.out, meta, IN_PROCESS_COLUMNS, "swarm-in-process.png")
+    else:
+        write_results(rows, a.out, meta)
     if a.strict and any("failed" in r for r in rows):
         sys.exit("a swarm run failed (above)")
 

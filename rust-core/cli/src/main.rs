@@ -142,6 +142,9 @@ enum Bench {
     /// between the nodes of a running cluster (ci/bench-adaptive.sh).
     #[command(subcommand)]
     Restore(bench_restore::BenchRestore),
+    /// N storage nodes and a client in one process over loopback TCP: formation, idle cost,
+    /// restores and failure detection as N grows (ci/swarm.sh --in-process).
+    Swarm(bench_swarm::BenchSwarmArgs),
 }
 
 fn main() {
@@ -159,6 +162,7 @@ fn main() {
         Command::Inspect { file } => inspect::inspect(&file),
         Command::Bench(Bench::Net(a)) => bench_net::bench_net(a),
         Command::Bench(Bench::Restore(r)) => bench_restore::bench_restore(r),
+        Command::Bench(Bench::Swarm(a)) => bench_swarm::bench_swarm(a),
         Command::Node(a) => node::node(a),
         Command::Keygen { file } => keygen::keygen(&file),
         Command::Put { cluster, coding, overwrite, src, path } => put::put(cluster, coding, src, path, overwrite),

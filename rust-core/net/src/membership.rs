@@ -93,7 +93,11 @@ impl Inner {
 pub(crate) async fn exchange_hello(inner: &Arc<Inner>, peer: PeerId, all_tombstones: bool) -> bool {
     let node = NodeId::from(peer.to_base58());
     let body = wire::encode(&inner.my_hello(all_tombstones));
-    match inner.request(&node, Kind::Hello, &body, &[]).await {
+    let answer = inner.request(&node, Kind::Hello, &body, &[]).await;
+    if answer.is_ok() {
+        inner.count_membership_message(body.len());
+    }
+    match answer {
         Ok(f) if f.kind == Kind::HelloReply => match wire::decode_hello(&f.body) {
             Ok(h) => {
                 inner.record_hello(peer, h);

@@ -23,7 +23,7 @@ use crate::membership::hello_task;
 use crate::peer_limit::{FrameBytes, PeerLimit, UPLOADS_PER_PEER};
 use crate::pool::expect_kind;
 use crate::server::accept_task;
-use crate::state::{lock, Counters, Inner, SwimInput, Tombstones};
+use crate::state::{lock, Counters, Inner, SwimInput, Tombstones, Traffic};
 use crate::swarm::{build_swarm, swarm_task};
 use crate::swim_node::{swim_accept_task, swim_task};
 use crate::swim_wire::SWIM_PROTOCOL;
@@ -155,6 +155,11 @@ impl NetNode {
     /// gets the client's too: [`NetNode::report_client_stats`]).
     pub fn stats(&self) -> NodeStats {
         self.inner.stats()
+    }
+
+    /// Connections and membership messages of this node so far.
+    pub fn traffic(&self) -> Traffic {
+        self.inner.traffic()
     }
 
     /// Makes this node's answer to peers' `Stat` (`fragstate stats`) include what `source` gives:

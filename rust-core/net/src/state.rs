@@ -29,6 +29,18 @@ pub(crate) struct Tombstones {
     pub log: Option<TombstoneLog>,
 }
 
+/// What a node's connections and membership cost it so far (`fragstate bench swarm`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Peers with an open connection now.
+    pub connected_peers: usize,
+    /// Connections established since the start, both directions.
+    pub connections_opened: u64,
+    /// Membership messages sent (SWIM messages; hellos under the mesh) and their bytes.
+    pub membership_messages_sent: u64,
+    pub membership_bytes_sent: u64,
+}
+
 #[derive(Default)]
 pub(crate) struct Counters {
     pub objects_degraded: AtomicU64,
@@ -45,6 +57,11 @@ pub(crate) struct Counters {
     pub streams_refused: AtomicU64,
     /// Uploads refused because their peer had its share in progress.
     pub uploads_refused: AtomicU64,
+    /// Connections established since the start (both directions).
+    pub connections_opened: AtomicU64,
+    /// Membership messages sent (SWIM messages, or hellos under the mesh) and their bytes.
+    pub membership_messages_sent: AtomicU64,
+    pub membership_bytes_sent: AtomicU64,
 }
 
 pub(crate) struct Inner {
@@ -151,6 +168,21 @@ pub(crate) enum Cmd {
 }
 
 impl Inner {
+    pub(crate) fn count_membership_message(&self, bytes: usize) {
+        self.counters.membership_messages_sent.fetch_add(1, Ordering::Relaxed);
+        self.counters.membership_bytes_sent.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn traffic(&self) -> Traffic {
+        let c = &self.counters;
+        Traffic {
+            connected_peers: lock(&self.peers).values().filter(|p| p.connections > 0).count(),
+            connections_opened: c.connections_opened.load(Ordering::Relaxed),
+            membership_messages_sent: c.membership_messages_sent.load(Ordering::Relaxed),
+            membership_bytes_sent: c.membership_bytes_sent.load(Ordering::Relaxed),
+        }
+    }
+
     pub(crate) fn stats(&self) -> NodeStats {
         let u = self.cfg.store.as_ref().map(|s| s.usage()).unwrap_or_default();
         let c = &self.counters;

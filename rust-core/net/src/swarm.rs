@@ -2,6 +2,7 @@
 //! (identify, ping, Kademlia in server mode, raw streams), and the task that
 //! drives it and turns its events into membership changes.
 
+use std::sync::atomic::Ordering;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -309,6 +310,7 @@ fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, pings: &mut Pi
             lock(&inner.listen_addrs).push(address);
         }
         SwarmEvent::ConnectionEstablished { peer_id, endpoint, num_established, .. } => {
+            inner.counters.connections_opened.fetch_add(1, Ordering::Relaxed);
             {
                 let mut peers = lock(&inner.peers);
                 let p = peers.entry(peer_id).or_default();

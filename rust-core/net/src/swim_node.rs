@@ -194,7 +194,7 @@ async fn send(inner: &Arc<Inner>, to: NodeId, msg: SwimMessage) {
         swim_wire::write_message(&mut s, &msg).await.map_err(|e| e.to_string())
     };
     match tokio::time::timeout(MESSAGE_TIMEOUT, attempt).await {
-        Ok(Ok(())) => {}
+        Ok(Ok(bytes)) => inner.count_membership_message(bytes),
         Ok(Err(e)) => tracing::debug!(%peer, error = %e, "membership message not sent"),
         Err(_) => tracing::debug!(%peer, "membership message not sent in time"),
     }

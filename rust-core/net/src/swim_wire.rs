@@ -77,13 +77,14 @@ pub fn decode(b: &[u8]) -> Result<SwimMessage> {
     Ok(m)
 }
 
-/// Writes `m` behind its length and closes the stream.
-pub async fn write_message<W: AsyncWrite + Unpin>(w: &mut W, m: &SwimMessage) -> Result<()> {
+/// Writes `m` behind its length and closes the stream; the bytes written.
+pub async fn write_message<W: AsyncWrite + Unpin>(w: &mut W, m: &SwimMessage) -> Result<usize> {
     let body = encode(m);
     let io = |e| Error::io("send a membership message", e);
     w.write_all(&(body.len() as u32).to_le_bytes()).await.map_err(io)?;
     w.write_all(&body).await.map_err(io)?;
-    w.close().await.map_err(io)
+    w.close().await.map_err(io)?;
+    Ok(4 + body.len())
 }
 
 /// Reads one message written by [`write_message`]; a length beyond

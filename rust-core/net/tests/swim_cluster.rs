@@ -74,6 +74,11 @@ async fn a_swim_cluster_serves_objects_and_finds_stopped_and_leaving_nodes() {
     let everyone: Vec<&NetNode> = nodes.iter().chain([&client_node]).collect();
     let formed = until_all_see(&everyone, 7, Duration::from_secs(30)).await;
     eprintln!("7 storage nodes and a client know each other after {formed:?}");
+    for n in &everyone {
+        let t = n.traffic();
+        assert!(t.membership_messages_sent > 0 && t.membership_bytes_sent > t.membership_messages_sent, "{t:?}");
+        assert!(t.connections_opened > 0 && t.connected_peers <= 7, "{t:?}");
+    }
 
     let client = Client::new(Arc::new(client_node.clone()), client_node.client_config(false)).unwrap();
     let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 + i / 4096) as u8).collect();

@@ -4,6 +4,7 @@ pub(crate) mod bench_codec;
 pub(crate) mod bench_mesh;
 pub(crate) mod bench_net;
 pub(crate) mod bench_restore;
+pub(crate) mod bench_swarm;
 pub(crate) mod debug_attack;
 pub(crate) mod debug_frame;
 pub(crate) mod get;

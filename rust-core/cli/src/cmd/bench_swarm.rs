@@ -1,0 +1,233 @@
+//! `fragstate bench swarm`: N storage nodes and a client in one process, over
+//! real TCP on loopback (Noise keyed by a cluster key, yamux), to measure what
+//! membership costs as N grows past the point where one process per node
+//! saturates a small machine (issue 13; `ci/swarm.sh --in-process` runs it per
+//! size and plots the rows). Phases: the cluster forms through one seed, an
+//! idle window (CPU, membership messages, connections, memory), restores of
+//! objects written by the client (lookup requests, round trips, time), and a
+//! stopped node (how long until every other node counts it dead). Prints
+//! progress on stderr and one JSON object on stdout.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use fragstate_client::transport::Transport;
+use fragstate_client::Client;
+use fragstate_core::sample::state_like;
+use fragstate_core::{Error, Result};
+use fragstate_net::key::{generate_cluster_key_text, parse_cluster_key};
+use fragstate_net::{NetConfig, NetNode, Role, Traffic};
+use fragstate_store::FragmentStore;
+use libp2p::identity::Keypair;
+use libp2p::pnet::PreSharedKey;
+use serde_json::json;
+
+use crate::args::{parse_bytes, CodingArgs, MembershipArgs};
+use crate::bench::median;
+use crate::cluster::read_and_compare;
+
+#[derive(Args)]
+pub(crate) struct BenchSwarmArgs {
+    #[command(flatten)]
+    pub membership: MembershipArgs,
+    #[command(flatten)]
+    pub coding: CodingArgs,
+    /// Storage nodes to start (each its own failure domain, an in-memory store).
+    #[arg(long, default_value_t = 50)]
+    pub nodes: usize,
+    /// Seconds the formed cluster settles before the idle window.
+    #[arg(long, default_value_t = 10.0)]
+    pub settle: f64,
+    /// Seconds of idle measured.
+    #[arg(long, default_value_t = 10.0)]
+    pub idle: f64,
+    /// Objects the client writes, then restores (reads back and compares) once each.
+    #[arg(long, default_value_t = 20)]
+    pub objects: usize,
+    /// Size of each object.
+    #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
+    pub size: u64,
+    /// Runtime worker threads (all nodes share them).
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// Seconds to wait for the cluster to form, and for a stopped node to be found dead.
+    #[arg(long, default_value_t = 300)]
+    pub timeout: u64,
+}
+
+pub(crate) fn bench_swarm(a: BenchSwarmArgs) -> Result<()> {
+    let params = a.coding.params()?;
+    if a.nodes <= params.fragments() {
+        return Err(Error::invalid("nodes", a.nodes, format!("> k + m = {} (holders for every object, one more to stop)", params.fragments())));
+    }
+    if !(a.idle > 0.0 && a.settle >= 0.0) {
+        return Err(Error::invalid("idle/settle", format!("{}/{}", a.idle, a.settle), "idle > 0 and settle ≥ 0 seconds"));
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(a.threads.max(1)).enable_all().build().map_err(|e| Error::io("start runtime", e))?;
+    let row = rt.block_on(run(&a, params))?;
+    println!("{row}");
+    Ok(())
+}
+
+async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -> Result<serde_json::Value> {
+    let mode = a.membership.mode;
+    let name = format!("{mode:?}").to_lowercase();
+    let timeout = Duration::from_secs(a.timeout);
+    let key = parse_cluster_key(&generate_cluster_key_text()?, std::path::Path::new("(generated for the run)"))?;
+    let rss_before = rss_bytes();
+    let started = Instant::now();
+    eprintln!("{name}, {} nodes in one process (open files allowed: {}; each connection holds two here)", a.nodes, open_files_limit());
+    let seed = start(mode, &key, Role::Storage, "n0", &[]).await?;
+    let mut nodes = vec![seed.clone()];
+    for i in 1..a.nodes {
+        nodes.push(start(mode, &key, Role::Storage, &format!("n{i}"), &seed.listen_addrs()).await?);
+        if (i + 1) % 100 == 0 {
+            eprintln!("  {} nodes started ({:.1} s)", i + 1, started.elapsed().as_secs_f64());
+        }
+    }
+    let client_node = start(mode, &key, Role::Client, "client", &seed.listen_addrs()).await?;
+    let formed_client = until(timeout, "the client to see every storage node", || client_node.live_nodes().len() == a.nodes).await?;
+    let formed_all = formed_client + until(timeout, "every node to see every storage node", || nodes.iter().all(|n| n.live_nodes().len() == a.nodes)).await?;
+    eprintln!("{name}, {} nodes: the client sees all after {formed_client:.1?}, every node after {formed_all:.1?}; settling {} s", a.nodes, a.settle);
+    tokio::time::sleep(Duration::from_secs_f64(a.settle)).await;
+
+    // Idle: the process's CPU and every node's connections and membership messages.
+    let population = a.nodes + 1;
+    let traffic = || nodes.iter().chain([&client_node]).map(|n| n.traffic()).collect::<Vec<_>>();
+    let (t0, cpu0, traffic0) = (Instant::now(), cpu_seconds(), traffic());
+    tokio::time::sleep(Duration::from_secs_f64(a.idle)).await;
+    let (span, cpu1, traffic1) = (t0.elapsed().as_secs_f64(), cpu_seconds(), traffic());
+    let rss_per_node = rss_bytes().saturating_sub(rss_before) as f64 / population as f64;
+    // Every connection has both its ends in this process: the file limit caps N here, not in a cluster.
+    let open_files = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
+    let per_node_rate = |f: fn(&Traffic) -> u64| traffic0.iter().zip(&traffic1).map(|(x, y)| f(y) - f(x)).sum::<u64>() as f64 / span / population as f64;
+    let mut connected: Vec<usize> = traffic1.iter().map(|t| t.connected_peers).collect();
+    connected.sort_unstable();
+    let cpu_all = (cpu1 - cpu0) / span;
+    eprintln!("{name}, {} nodes: idle CPU {:.1} % of a core in all, {:.0} membership messages per node/s", a.nodes, 100.0 * cpu_all, per_node_rate(|t| t.membership_messages_sent));
+
+    // Restores: every object written, then each read back once.
+    let client = Client::new(Arc::new(client_node.clone()), fragstate_client::ClientConfig { params, ..client_node.client_config(false) })?;
+    let data = state_like(a.size as usize);
+    for i in 0..a.objects {
+        let mut w = client.create(&format!("swarm/obj-{i}"), true).await?;
+        w.write(&data).await?;
+        w.close().await?;
+    }
+    let before = client.stats();
+    let mut restore_ms = Vec::with_capacity(a.objects);
+    for i in 0..a.objects {
+        let t = Instant::now();
+        let mut r = client.open(&format!("swarm/obj-{i}")).await?;
+        read_and_compare(&mut r, &data, "a restored object").await?;
+        restore_ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let after = client.stats();
+    let lookups = (after.manifest_lookups - before.manifest_lookups).max(1) as f64;
+    let requests_per_restore = (after.manifest_requests - before.manifest_requests) as f64 / lookups;
+    let first_round_share = (after.manifest_lookups_by_path - before.manifest_lookups_by_path) as f64 / lookups;
+    let restore_median = median(restore_ms.clone());
+    eprintln!("{name}, {} nodes: restore median {restore_median:.1} ms, {requests_per_restore:.1} lookup requests each", a.nodes);
+
+    // A node stops answering (as when killed): when does each other node count it dead?
+    let stopped = nodes.pop().expect("more than k + m nodes");
+    stopped.stop();
+    let t0 = Instant::now();
+    let others: Vec<&NetNode> = nodes.iter().chain([&client_node]).collect();
+    let mut dead_at: Vec<Option<f64>> = vec![None; others.len()];
+    while dead_at.iter().any(Option::is_none) && t0.elapsed() < timeout {
+        for (n, at) in others.iter().zip(dead_at.iter_mut()) {
+            if at.is_none() && n.down_since(stopped.id()).is_some() {
+                *at = Some(t0.elapsed().as_secs_f64());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let missed = dead_at.iter().filter(|d| d.is_none()).count();
+    let mut dead: Vec<f64> = dead_at.into_iter().flatten().collect();
+    dead.sort_by(f64::total_cmp);
+    eprintln!("{name}, {} nodes: the stopped node dead at p99 of the others after {:.2} s ({missed} never)", a.nodes, quantile(&dead, 0.99));
+    for n in nodes.iter().chain([&client_node]) {
+        n.stop();
+    }
+    let round = |x: f64, digits: i32| (x * 10f64.powi(digits)).round() / 10f64.powi(digits);
+    Ok(json!({
+        "mode": name, "nodes": a.nodes, "in_process": true,
+        "formed_client_s": round(formed_client.as_secs_f64(), 2), "formed_all_s": round(formed_all.as_secs_f64(), 2),
+        "idle_cpu_all_pct": round(100.0 * cpu_all, 1), "idle_cpu_per_node_pct": round(100.0 * cpu_all / population as f64, 3),
+        "membership_msgs_per_node_s": round(per_node_rate(|t| t.membership_messages_sent), 2),
+        "membership_bytes_per_node_s": round(per_node_rate(|t| t.membership_bytes_sent), 0),
+        "connections_opened_per_node_s": round(per_node_rate(|t| t.connections_opened), 3),
+        "connected_peers_p50": connected[connected.len() / 2], "connected_peers_p99": connected[(connected.len() * 99 / 100).min(connected.len() - 1)],
+        "connected_peers_max": connected[connected.len() - 1], "rss_per_node_mib": round(rss_per_node / f64::from(1 << 20), 2),
+        "restore_median_ms": round(restore_median, 1), "restore_p90_ms": round(quantile_unsorted(restore_ms, 0.9), 1),
+        "lookup_requests_per_restore": round(requests_per_restore, 2), "restores_settled_first_round": round(first_round_share, 3),
+        "object_bytes": a.size, "objects": a.objects, "k": params.k(), "m": params.m(),
+        "dead_p50_s": round(quantile(&dead, 0.5), 2), "dead_p99_s": round(quantile(&dead, 0.99), 2),
+        "dead_max_s": round(dead.last().copied().unwrap_or(f64::NAN), 2), "dead_never": missed,
+        "open_files_idle": open_files, "open_files_limit": open_files_limit(),
+    }))
+}
+
+async fn start(mode: fragstate_net::Membership, key: &PreSharedKey, role: Role, name: &str, bootstrap: &[libp2p::Multiaddr]) -> Result<NetNode> {
+    let mut cfg = NetConfig::new(Keypair::generate_ed25519(), role, Some(*key));
+    cfg.set_membership(mode);
+    cfg.domain = name.to_string();
+    cfg.bootstrap = bootstrap.to_vec();
+    if role == Role::Storage {
+        cfg.store = Some(Arc::new(FragmentStore::in_memory(name, 1 << 30)));
+    }
+    NetNode::start(cfg).await
+}
+
+/// Polls `done` every 50 ms; the time it took, or an error after `timeout`.
+async fn until(timeout: Duration, what: &str, done: impl Fn() -> bool) -> Result<Duration> {
+    let t = Instant::now();
+    while !done() {
+        if t.elapsed() > timeout {
+            return Err(Error::invalid("timeout", timeout.as_secs(), format!("enough for {what}; it did not happen")));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(t.elapsed())
+}
+
+/// `q` quantile of ascending values (NaN when empty).
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1]
+}
+
+fn quantile_unsorted(mut v: Vec<f64>, q: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    quantile(&v, q)
+}
+
+/// User plus system CPU seconds of this process (/proc/self/stat; 0 elsewhere).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at field 3.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+    // utime and stime are fields 14 and 15: 11 and 12 after the state (a letter, not parsed).
+    let ticks = f.get(10).copied().unwrap_or(0) + f.get(11).copied().unwrap_or(0);
+    ticks as f64 / USER_HZ
+}
+
+/// Clock ticks per second of /proc's CPU times: 100 on every Linux architecture this builds for.
+const USER_HZ: f64 = 100.0;
+
+/// The soft limit on open files of this process (/proc/self/limits; 0 when unknown).
+fn open_files_limit() -> u64 {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    limits.lines().find_map(|l| l.strip_prefix("Max open files")).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0)
+}
+
+/// Resident bytes of this process (/proc/self/status VmRSS; 0 elsewhere).
+fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()).map_or(0, |kb| kb * 1024)
+}

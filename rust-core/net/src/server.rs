@@ -121,7 +121,10 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeI
         Kind::Hello => {
             let h = wire::decode_hello(&f.body)?;
             inner.record_hello(peer, h);
-            inner.send(node, s, Kind::HelloReply, &wire::encode(&inner.my_hello(false)), &[]).await
+            let reply = wire::encode(&inner.my_hello(false));
+            inner.send(node, s, Kind::HelloReply, &reply, &[]).await?;
+            inner.count_membership_message(reply.len());
+            Ok(())
         }
         Kind::OpenFragment => {
             let header = format::decode_fragment_header(&f.body).map_err(|e| Error::protocol("frame body (fragment header)", e.to_string()))?;

@@ -36,7 +36,7 @@ pub struct Traffic {
     pub connected_peers: usize,
     /// Connections established since the start, both directions.
     pub connections_opened: u64,
-    /// Membership messages sent (SWIM messages; hellos under the mesh) and their bytes.
+    /// Membership messages sent (SWIM messages; hellos and their replies under the mesh) and their bytes.
     pub membership_messages_sent: u64,
     pub membership_bytes_sent: u64,
 }
@@ -59,7 +59,7 @@ pub(crate) struct Counters {
     pub uploads_refused: AtomicU64,
     /// Connections established since the start (both directions).
     pub connections_opened: AtomicU64,
-    /// Membership messages sent (SWIM messages, or hellos under the mesh) and their bytes.
+    /// Membership messages sent (SWIM messages; hellos and their replies under the mesh) and their bytes.
     pub membership_messages_sent: AtomicU64,
     pub membership_bytes_sent: AtomicU64,
 }

@@ -24,7 +24,7 @@ use libp2p::pnet::PreSharedKey;
 use serde_json::json;
 
 use crate::args::{parse_bytes, CodingArgs, MembershipArgs};
-use crate::bench::median;
+use crate::bench::{median, percentile};
 use crate::cluster::read_and_compare;
 
 #[derive(Args)]
@@ -127,6 +127,7 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     let lookups = (after.manifest_lookups - before.manifest_lookups).max(1) as f64;
     let requests_per_restore = (after.manifest_requests - before.manifest_requests) as f64 / lookups;
     let first_round_share = (after.manifest_lookups_by_path - before.manifest_lookups_by_path) as f64 / lookups;
+    restore_ms.sort_by(f64::total_cmp);
     let restore_median = median(restore_ms.clone());
     eprintln!("{name}, {} nodes: restore median {restore_median:.1} ms, {requests_per_restore:.1} lookup requests each", a.nodes);
 
@@ -147,7 +148,7 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     let missed = dead_at.iter().filter(|d| d.is_none()).count();
     let mut dead: Vec<f64> = dead_at.into_iter().flatten().collect();
     dead.sort_by(f64::total_cmp);
-    eprintln!("{name}, {} nodes: the stopped node dead at p99 of the others after {:.2} s ({missed} never)", a.nodes, quantile(&dead, 0.99));
+    eprintln!("{name}, {} nodes: the stopped node dead at p99 of the others after {:.2} s ({missed} never)", a.nodes, percentile(&dead, 99).unwrap_or(f64::NAN));
     for n in nodes.iter().chain([&client_node]) {
         n.stop();
     }
@@ -159,12 +160,12 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
         "membership_msgs_per_node_s": round(per_node_rate(|t| t.membership_messages_sent), 2),
         "membership_bytes_per_node_s": round(per_node_rate(|t| t.membership_bytes_sent), 0),
         "connections_opened_per_node_s": round(per_node_rate(|t| t.connections_opened), 3),
-        "connected_peers_p50": connected[connected.len() / 2], "connected_peers_p99": connected[(connected.len() * 99 / 100).min(connected.len() - 1)],
-        "connected_peers_max": connected[connected.len() - 1], "rss_per_node_mib": round(rss_per_node / f64::from(1 << 20), 2),
-        "restore_median_ms": round(restore_median, 1), "restore_p90_ms": round(quantile_unsorted(restore_ms, 0.9), 1),
+        "connected_peers_p50": percentile(&connected, 50), "connected_peers_p99": percentile(&connected, 99),
+        "connected_peers_max": connected.last(), "rss_per_node_mib": round(rss_per_node / f64::from(1 << 20), 2),
+        "restore_median_ms": round(restore_median, 1), "restore_p90_ms": round(percentile(&restore_ms, 90).unwrap_or(f64::NAN), 1),
         "lookup_requests_per_restore": round(requests_per_restore, 2), "restores_settled_first_round": round(first_round_share, 3),
         "object_bytes": a.size, "objects": a.objects, "k": params.k(), "m": params.m(),
-        "dead_p50_s": round(quantile(&dead, 0.5), 2), "dead_p99_s": round(quantile(&dead, 0.99), 2),
+        "dead_p50_s": round(percentile(&dead, 50).unwrap_or(f64::NAN), 2), "dead_p99_s": round(percentile(&dead, 99).unwrap_or(f64::NAN), 2),
         "dead_max_s": round(dead.last().copied().unwrap_or(f64::NAN), 2), "dead_never": missed,
         "open_files_idle": open_files, "open_files_limit": open_files_limit(),
     }))
@@ -191,19 +192,6 @@ async fn until(timeout: Duration, what: &str, done: impl Fn() -> bool) -> Result
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     Ok(t.elapsed())
-}
-
-/// `q` quantile of ascending values (NaN when empty).
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    sorted[((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1]
-}
-
-fn quantile_unsorted(mut v: Vec<f64>, q: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    quantile(&v, q)
 }
 
 /// User plus system CPU seconds of this process (/proc/self/stat; 0 elsewhere).

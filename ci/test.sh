@@ -14,14 +14,14 @@ python3 ci/check_layers.py
 
 step "Rust: build and test the workspace (profile ci)"
 t0=$SECONDS
-cargo test --workspace --profile ci --locked
+within 40 "the Rust workspace tests" cargo test --workspace --profile ci --locked
 echo "rust tests took $((SECONDS - t0)) s"
 
 # the multi-process network tests again with SWIM membership (issue 13; `fragstate node --membership`
 # reads FRAGSTATE_MEMBERSHIP): the same assertions must hold without a full mesh.
 step "Rust: the network cluster tests under SWIM membership (FRAGSTATE_MEMBERSHIP=swim)"
 t0=$SECONDS
-FRAGSTATE_MEMBERSHIP=swim cargo test -p fragstate-cli --profile ci --locked --test net_cluster
+within 15 "the network cluster tests under SWIM" env FRAGSTATE_MEMBERSHIP=swim cargo test -p fragstate-cli --profile ci --locked --test net_cluster
 echo "network cluster tests under SWIM took $((SECONDS - t0)) s"
 
 # placement and membership at scale, quick variant (issue 13): the real placement and SWIM code over simulated clusters of

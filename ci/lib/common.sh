@@ -21,6 +21,20 @@ log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 # die MESSAGE: the error, naming the script, on stderr; exit 1.
 die() { printf 'ERROR: %s: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 
+# within MINUTES WHAT COMMAND...: run COMMAND; die naming WHAT when it still runs after MINUTES
+# (then it and its children are stopped). Rust's test harness has no per-test timeout: a hung
+# test would hold CI until its 90-minute limit; the one that hung is the last one the harness
+# reported as "has been running for over 60 seconds".
+within() {
+  local minutes=$1 what=$2 rc=0
+  shift 2
+  timeout -k 30 "${minutes}m" "$@" || rc=$?
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    die "$what did not finish within $minutes minutes: stopped (a hang; the test still running is named above as running for over 60 seconds)"
+  fi
+  return "$rc"
+}
+
 # need COMMAND HINT: die naming COMMAND and what to do (HINT) when it is not on PATH.
 need() {
   command -v "$1" >/dev/null 2>&1 || die "'$1' not found on PATH ($2)"

@@ -98,6 +98,12 @@ pub struct NetConfig {
     pub request_timeout: Duration,
     /// Connections without traffic are closed after this (libp2p's default, 10 s, is too short).
     pub idle_connection_timeout: Duration,
+    /// Incoming connections from one address that may be in their handshake
+    /// at once ([`MAX_PENDING_INCOMING_PER_ADDRESS`](crate::MAX_PENDING_INCOMING_PER_ADDRESS)
+    /// by default). Raise it only where one address stands for many nodes:
+    /// `fragstate bench swarm` runs hundreds of nodes in one process, all
+    /// dialling from 127.0.0.1.
+    pub pending_incoming_per_address: u32,
     /// Hello refresh period (free bytes, tombstones).
     pub hello_interval: Duration,
     /// Where tombstones survive a restart (disk-backed nodes).
@@ -131,6 +137,7 @@ impl NetConfig {
             ping_failures_to_drop: 5,
             request_timeout: Duration::from_secs(30),
             idle_connection_timeout: Duration::from_secs(3600),
+            pending_incoming_per_address: crate::MAX_PENDING_INCOMING_PER_ADDRESS,
             hello_interval: Duration::from_secs(2),
             tombstone_file: None,
             tombstone_limits: TombstoneLimits::default(),

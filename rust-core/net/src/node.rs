@@ -35,8 +35,17 @@ use crate::wire::{self, Kind, NodeStats, Role};
 #[derive(Clone)]
 pub struct NetNode {
     pub(crate) inner: Arc<Inner>,
-    tasks: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    tasks: Arc<Mutex<Vec<NamedTask>>>,
 }
+
+/// One of a node's long-running tasks, with its name for the shutdown's report.
+type NamedTask = (&'static str, JoinHandle<()>);
+
+/// How long [`NetNode::shutdown`] waits for the node's tasks to end before it
+/// aborts the rest: every task watches the shutdown signal, so one still
+/// running after this is a bug, named in an error line, and a Flink
+/// TaskManager's close must not hang on it.
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 impl NetNode {
     /// Starts the node: listens, dials the bootstrap addresses and serves.
@@ -91,9 +100,9 @@ impl NetNode {
             client_stats: Mutex::new(None),
         });
         let node = NetNode { inner: inner.clone(), tasks: Arc::new(Mutex::new(Vec::new())) };
-        node.spawn(swarm_task(inner.clone(), swarm, cmd_rx));
-        node.spawn(accept_task(inner.clone(), incoming));
-        node.spawn(hello_task(inner.clone()));
+        node.spawn("swarm", swarm_task(inner.clone(), swarm, cmd_rx));
+        node.spawn("accept", accept_task(inner.clone(), incoming));
+        node.spawn("hello", hello_task(inner.clone()));
         // Wait until the listeners are up, so that the addresses can be printed
         // (and SWIM announces them).
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -101,14 +110,14 @@ impl NetNode {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         if let Some(((_, inbox), incoming)) = swim {
-            node.spawn(swim_accept_task(inner.clone(), incoming));
-            node.spawn(swim_task(inner.clone(), inbox));
+            node.spawn("swim accept", swim_accept_task(inner.clone(), incoming));
+            node.spawn("swim", swim_task(inner.clone(), inbox));
         }
         Ok(node)
     }
 
-    pub(crate) fn spawn(&self, f: impl std::future::Future<Output = ()> + Send + 'static) {
-        lock(&self.tasks).push(tokio::spawn(f));
+    pub(crate) fn spawn(&self, name: &'static str, f: impl std::future::Future<Output = ()> + Send + 'static) {
+        lock(&self.tasks).push((name, tokio::spawn(f)));
     }
 
     pub fn id(&self) -> &NodeId {
@@ -219,8 +228,12 @@ impl NetNode {
         }
         let _ = self.inner.shutdown.send(true);
         let tasks: Vec<_> = std::mem::take(&mut *lock(&self.tasks));
-        for t in tasks {
-            let _ = t.await;
+        let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+        for (name, mut task) in tasks {
+            if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
+                tracing::error!(task = name, node = %self.inner.id, grace_s = SHUTDOWN_GRACE.as_secs(), "a task did not stop within the grace after the shutdown signal: aborted");
+                task.abort();
+            }
         }
         lock(&self.inner.pool).clear();
     }

@@ -71,12 +71,12 @@ impl NetNode {
         }
         let node = self.clone();
         let c = cfg.clone();
-        self.spawn(async move { repair_loop(node, c).await });
+        self.spawn("repair", async move { repair_loop(node, c).await });
         let node = self.clone();
         let scrub = cfg.scrub.clone();
-        self.spawn(async move { scrub_loop(node, scrub).await });
+        self.spawn("scrub", async move { scrub_loop(node, scrub).await });
         let node = self.clone();
-        self.spawn(async move { reclaim_loop(node, cfg).await });
+        self.spawn("reclaim", async move { reclaim_loop(node, cfg).await });
     }
 }
 

@@ -28,7 +28,7 @@ use fragstate_core::error::{Error, Result};
 use crate::config::{Membership, IDENTIFY_PROTOCOL, KAD_PROTOCOL, NetConfig};
 use crate::dials::{BootstrapDials, DialWaiters};
 use crate::membership::{exchange_hello, peer_left};
-use crate::pending_limit::{self, MAX_PENDING_INCOMING_PER_ADDRESS};
+use crate::pending_limit;
 use crate::ping_failures::{PingFailures, PingVerdict};
 use crate::state::{lock, Cmd, Inner, SwimInput};
 
@@ -36,7 +36,7 @@ use crate::state::{lock, Cmd, Inner, SwimInput};
 /// done; each an fd in the Flink JVM for up to the 10 s handshake timeout):
 /// beyond this a new one is closed at once, so a flood of keyless dialers
 /// cannot run the process out of descriptors. One address gets at most
-/// [`MAX_PENDING_INCOMING_PER_ADDRESS`] of them, so one dialer cannot keep
+/// [`NetConfig::pending_incoming_per_address`] of them, so one dialer cannot keep
 /// honest nodes from joining.
 pub const MAX_PENDING_INCOMING: u32 = 128;
 /// Established connections with one peer (two when both dial at once, and a
@@ -71,7 +71,7 @@ pub(crate) fn build_swarm(cfg: &NetConfig) -> Result<(Swarm<Behaviour>, libp2p_s
     let stream = libp2p_stream::Behaviour::new();
     let control = stream.new_control();
     let behaviour = Behaviour {
-        pending_per_address: pending_limit::Behaviour::new(MAX_PENDING_INCOMING_PER_ADDRESS),
+        pending_per_address: pending_limit::Behaviour::new(cfg.pending_incoming_per_address),
         limits: connection_limits::Behaviour::new(
             connection_limits::ConnectionLimits::default()
                 .with_max_pending_incoming(Some(MAX_PENDING_INCOMING))

@@ -17,7 +17,7 @@ use fragstate_client::Client;
 use fragstate_core::sample::state_like;
 use fragstate_core::{Error, Result};
 use fragstate_net::key::{generate_cluster_key_text, parse_cluster_key};
-use fragstate_net::{NetConfig, NetNode, Role, Traffic};
+use fragstate_net::{NetConfig, NetNode, Role, Traffic, MAX_PENDING_INCOMING};
 use fragstate_store::FragmentStore;
 use libp2p::identity::Keypair;
 use libp2p::pnet::PreSharedKey;
@@ -176,6 +176,10 @@ async fn start(mode: fragstate_net::Membership, key: &PreSharedKey, role: Role, 
     cfg.set_membership(mode);
     cfg.domain = name.to_string();
     cfg.bootstrap = bootstrap.to_vec();
+    // Every dial here comes from 127.0.0.1: the per-address bound of half-open
+    // connections (room for one host's nodes) would refuse most of a join's
+    // fan-in, so only the total bound applies.
+    cfg.pending_incoming_per_address = MAX_PENDING_INCOMING;
     if role == Role::Storage {
         cfg.store = Some(Arc::new(FragmentStore::in_memory(name, 1 << 30)));
     }

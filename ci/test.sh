@@ -38,8 +38,8 @@ echo "sim quick variant took $((SECONDS - t0)) s"
 step "Swarm runs, quick variant: ci/swarm.sh --quick (mesh versus SWIM at 8 nodes; long runs: ci/swarm.sh)"
 t0=$SECONDS
 FRAGSTATE_CARGO_PROFILE=ci ci/swarm.sh --quick --out "target/swarm-quick/$(date -u +%Y%m%d-%H%M%S)"
-step "Swarm runs in one process, quick variant: ci/swarm.sh --quick --in-process (8 nodes per mode)"
-FRAGSTATE_CARGO_PROFILE=ci ci/swarm.sh --quick --in-process --out "target/swarm-quick/in-process-$(date -u +%Y%m%d-%H%M%S)"
+step "Swarm runs in one process, quick variant: ci/swarm.sh --quick --in-process --transports tcp,memory (8 nodes per mode and transport)"
+FRAGSTATE_CARGO_PROFILE=ci ci/swarm.sh --quick --in-process --transports tcp,memory --out "target/swarm-quick/in-process-$(date -u +%Y%m%d-%H%M%S)"
 echo "swarm quick variant took $((SECONDS - t0)) s"
 
 # the fuzzers' quick variant (issue 12): every target of rust-core/fuzz under AFL++ for 5 s, two

@@ -8,10 +8,12 @@ after one holder of that object was killed with SIGKILL. Writes table.md, summar
 swarm.png into --out.
 
 With --in-process, every size runs as `fragstate bench swarm` instead: all N nodes and the client
-in one process over loopback TCP (one runtime, no per-process cost), so that sizes well past what
-one process per node allows on two cores can run; it measures formation, idle CPU, membership
-messages and connections per node, restores (lookup requests and time) and how long a stopped
-node takes to be dead at every other node, and writes swarm-in-process.png. Usage: see ci/swarm.sh.
+in one process (one runtime, no per-process cost) over loopback TCP or, with --transports memory,
+libp2p's in-process memory transport (no two open files per connection, which cap TCP near 500
+nodes here), so that sizes well past what one process per node allows on two cores can run; it
+measures formation, idle CPU, membership messages and connections per node, restores (lookup
+requests and time) and how long a stopped node takes to be dead at every other node, and writes
+swarm-in-process.png. Usage: see ci/swarm.sh.
 """
 
 import argparse
@@ -204,7 +206,7 @@ COLUMNS = [
 
 
 IN_PROCESS_COLUMNS = [
-    ("mode", "membership"), ("nodes", "nodes"), ("formed_all_s", "formed: every node sees all (s)"),
+    ("mode", "membership"), ("nodes", "nodes"), ("transport", "transport"), ("formed_all_s", "formed: every node sees all (s)"),
     ("idle_cpu_per_node_pct", "idle CPU per node (% of a core)"),
     ("membership_msgs_per_node_s", "membership messages sent per node/s"),
     ("membership_bytes_per_node_s", "membership bytes sent per node/s"),
@@ -217,23 +219,33 @@ IN_PROCESS_COLUMNS = [
 ]
 
 
-def run_in_process(binary, mode, n, settle, idle, objects, size, strict):
+def run_in_process(binary, mode, n, settle, idle, objects, size, strict, transport="tcp"):
     """One `fragstate bench swarm` run; its JSON row. With `strict`, a run whose stopped node some
     node never found dead, or whose steady-state restores needed more than k + m lookup requests,
     fails (the bytes read back are compared by the run itself)."""
     cmd = [binary, "bench", "swarm", "--membership", mode, "--nodes", str(n), "--settle", str(settle),
-           "--idle", str(idle), "--objects", str(objects), "--size", size]
+           "--idle", str(idle), "--objects", str(objects), "--size", size, "--transport", transport]
     log(" ".join(cmd))
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None, text=True)
     if p.returncode != 0:
         raise RunFailed(f"fragstate bench swarm exited with {p.returncode}")
     row = json.loads(p.stdout.strip().splitlines()[-1])
-    log(f"{mode}, {n} nodes in one process: {json.dumps(row)}")
+    log(f"{mode}, {n} nodes in one process over {transport}: {json.dumps(row)}")
     if strict and row["dead_never"] > 0:
         raise RunFailed(f"{row['dead_never']} nodes never found the stopped node dead")
     if strict and row["lookup_requests_per_restore"] > row["k"] + row["m"]:
         raise RunFailed(f"{row['lookup_requests_per_restore']} lookup requests per restore, more than k + m")
     return row
+
+
+# The columns that name a run's series (one line per series in the plots), not a measurement.
+SERIES_KEYS = ("mode", "nodes", "transport")
+
+
+def series(row):
+    """The plot line of a row: its membership mode, and the transport when it is not TCP."""
+    transport = row.get("transport", "tcp")
+    return row["mode"] if transport == "tcp" else f"{row['mode']}, {transport} transport"
 
 
 def write_results(rows, out, meta, columns=None, plot="swarm.png"):
@@ -244,7 +256,8 @@ def write_results(rows, out, meta, columns=None, plot="swarm.png"):
     lines = ["| " + " | ".join(h for _, h in columns) + " |", "|" + " ---: |" * len(columns)]
     for r in rows:
         if "failed" in r:
-            lines.append(f"| {r['mode']} | {r['nodes']:,} | failed: {r['failed'][:160]} |" + " |" * (len(columns) - 3))
+            lead = [r["mode"], f"{r['nodes']:,}"] + ([r.get("transport", "tcp")] if columns[2][0] == "transport" else [])
+            lines.append("| " + " | ".join(lead) + f" | failed: {r['failed'][:160]} |" + " |" * (len(columns) - len(lead) - 1))
             continue
         lines.append("| " + " | ".join(f"{r[k]:,}" if isinstance(r[k], (int, float)) else str(r[k]) for k, _ in columns) + " |")
     with open(os.path.join(out, "table.md"), "w") as f:
@@ -257,13 +270,13 @@ def write_results(rows, out, meta, columns=None, plot="swarm.png"):
     except ImportError:
         log("matplotlib missing: no plot (ci/swarm.sh runs this with ci/lib/plot-venv.sh's python)")
         return
-    metrics = [k for k, _ in columns[2:]]
+    metrics = [k for k, _ in columns if k not in SERIES_KEYS]
     rows_of_plots = (len(metrics) + 3) // 4
     fig, axes = plt.subplots(rows_of_plots, 4, figsize=(16, 3.4 * rows_of_plots))
     for ax, key in zip(axes.flat, metrics):
-        for mode in sorted({r["mode"] for r in rows}):
-            pts = sorted((r["nodes"], r[key]) for r in rows if r["mode"] == mode and "failed" not in r)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=mode)
+        for name in sorted({series(r) for r in rows}):
+            pts = sorted((r["nodes"], r[key]) for r in rows if series(r) == name and "failed" not in r)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
         ax.set_xscale("log")
         ax.set_xlabel("storage nodes" if plot != "swarm.png" else "storage node processes")
         title = dict(columns)[key]
@@ -289,27 +302,37 @@ def main():
     ap.add_argument("--in-process", action="store_true", help="all nodes of a run in one process (fragstate bench swarm)")
     ap.add_argument("--objects", type=int, default=20, help="--in-process: objects written, then restored once each")
     ap.add_argument("--size", default="1MiB", help="--in-process: size of each object")
+    ap.add_argument("--transports", default="tcp", help="--in-process: tcp, memory or both (tcp,memory)")
+    ap.add_argument("--tcp-max", type=int, default=500,
+                    help="--in-process: largest TCP run (both ends of each connection hold a file in the one process)")
     a = ap.parse_args()
     sizes = [int(x) for x in a.nodes.split(",")]
     if any(n < 7 for n in sizes):
         sys.exit(f"--nodes {a.nodes}: every size must be at least 7 (k + m = 6 holders besides the writer, one killed)")
+    transports = a.transports.split(",") if a.in_process else ["tcp"]
+    if any(t not in ("tcp", "memory") for t in transports):
+        sys.exit(f"--transports {a.transports}: each must be tcp or memory")
     rows = []
     for mode in a.modes.split(","):
         if mode not in ("mesh", "swim"):
             sys.exit(f"--modes: {mode!r} is not mesh or swim")
-        for n in sizes:
-            if mode == "mesh" and n > a.mesh_max:
-                log(f"mesh, {n} nodes: skipped (--mesh-max {a.mesh_max})")
-                continue
-            try:
-                if a.in_process:
-                    rows.append(run_in_process(a.bin, mode, n, a.settle, a.idle, a.objects, a.size, a.strict))
-                else:
-                    rows.append(run_one(a.bin, mode, n, a.settle, a.idle))
-            except RunFailed as e:
-                log(f"{mode}, {n} nodes: failed: {e}; no larger {mode} runs")
-                rows.append({"mode": mode, "nodes": n, "failed": str(e)})
-                break
+        for transport in transports:
+            for n in sizes:
+                if mode == "mesh" and n > a.mesh_max:
+                    log(f"mesh, {n} nodes: skipped (--mesh-max {a.mesh_max})")
+                    continue
+                if a.in_process and transport == "tcp" and n > a.tcp_max:
+                    log(f"{mode}, {n} nodes over TCP: skipped (--tcp-max {a.tcp_max})")
+                    continue
+                try:
+                    if a.in_process:
+                        rows.append(run_in_process(a.bin, mode, n, a.settle, a.idle, a.objects, a.size, a.strict, transport))
+                    else:
+                        rows.append(run_one(a.bin, mode, n, a.settle, a.idle))
+                except RunFailed as e:
+                    log(f"{mode}, {n} nodes over {transport}: failed: {e}; no larger runs of it")
+                    rows.append({"mode": mode, "nodes": n, "transport": transport, "failed": str(e)})
+                    break
     meta = {"cores": os.cpu_count(), "settle_s": a.settle, "idle_s": a.idle, "in_process": a.in_process,
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     if a.in_process:

@@ -5,10 +5,12 @@
 //! changed ([`Swim::poll_event`]). The same code runs in the simulator
 //! (`fragstate-sim --measure membership`) and, later, over libp2p.
 //!
-//! - **Probing.** Every `protocol_period` a node pings one member, in a
-//!   shuffled round-robin order (every member is probed once per round, so a
-//!   dead one is found within two rounds even when unlucky). No ack within
-//!   `probe_timeout`: `indirect_probes` other members are asked to ping it
+//! - **Probing.** Every `protocol_period` a node pings one of its
+//!   `monitors` ring successors (`swim/monitors.rs`), in a shuffled
+//!   round-robin order; every member has about as many ring predecessors, so
+//!   it is probed about once per period, by peers that keep their connection
+//!   to it open. No ack within
+//!   `probe_timeout`: `indirect_probes` of the prober's other successors are asked to ping it
 //!   (`PingReq`), which tells a dead node from a lossy link between two live
 //!   ones. No ack by the end of the period: the member is *suspect*.
 //! - **Suspicion.** A suspect is still a member. Every node that hears of the
@@ -20,8 +22,8 @@
 //! - **Dissemination.** Every message carries up to `max_piggyback` updates,
 //!   least-sent first; each update is sent `retransmit_mult × ⌈log10(N+1)⌉`
 //!   times, and while updates are pending a node also gossips them to
-//!   `gossip_fanout` random members per period: epidemic spread in O(log N)
-//!   periods. An idle node sends one ping and one ack per period: membership
+//!   `gossip_fanout` of its ring successors per period: epidemic spread in
+//!   O(log N) periods over the rings' random graph. An idle node sends one ping and one ack per period: membership
 //!   traffic per node does not grow with N.
 //! - **Anti-entropy.** A joining node asks its seeds for their full member
 //!   lists (`Sync`); every `sync_interval × max(1, N / 128)` a node swaps full
@@ -37,12 +39,16 @@
 mod broadcasts;
 mod config;
 mod messages;
+pub mod monitors;
+mod probe;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::ids::NodeId;
 use crate::sample::Rng;
 use broadcasts::Broadcasts;
+use monitors::pick;
+use probe::{Probe, Relay, CONNECT_PERIODS};
 pub use config::SwimConfig;
 pub use messages::{Event, Liveness, Member, Message, SwimStats, Update};
 
@@ -52,21 +58,6 @@ pub type Millis = u64;
 /// How often a node that knows no live member asks its seeds again.
 const SEED_RETRY: Millis = 1_000;
 
-
-struct Probe {
-    target: NodeId,
-    seq: u64,
-    started: Millis,
-    acked: bool,
-    indirect_sent: bool,
-}
-
-/// A ping sent for another member's `PingReq`.
-struct Relay {
-    requester: NodeId,
-    their_seq: u64,
-    expires: Millis,
-}
 
 /// One node's membership protocol (module docs).
 pub struct Swim<M> {
@@ -78,6 +69,8 @@ pub struct Swim<M> {
     suspects: HashSet<NodeId>,
     /// Alive and suspect members, rebuilt when membership changed.
     reachable: Vec<NodeId>,
+    /// This node's ring successors among `reachable`, rebuilt with it.
+    successors: Vec<NodeId>,
     reachable_dirty: bool,
     probe_order: Vec<NodeId>,
     probe: Option<Probe>,
@@ -111,6 +104,7 @@ impl<M: Clone + PartialEq> Swim<M> {
             members: HashMap::new(),
             suspects: HashSet::new(),
             reachable: Vec::new(),
+            successors: Vec::new(),
             reachable_dirty: false,
             probe_order: Vec::new(),
             probe: None,
@@ -195,6 +189,32 @@ impl<M: Clone + PartialEq> Swim<M> {
         self.broadcasts.len()
     }
 
+    /// The ping of probe `seq` waits for a connection to its target: a
+    /// handshake on a busy host takes longer than `probe_timeout`, and a
+    /// member must not be suspected for this node's own dial. The probe's
+    /// timers start at [`Swim::sent`] (at the latest `CONNECT_PERIODS` periods on).
+    pub fn connecting(&mut self, seq: u64) {
+        if let Some(p) = self.probe.as_mut().filter(|p| p.seq == seq && !p.acked) {
+            p.connecting = true;
+        }
+    }
+
+    /// The ping of probe `seq` left, or its connection failed, at `now`.
+    pub fn sent(&mut self, seq: u64, now: Millis) {
+        if let Some(p) = self.probe.as_mut().filter(|p| p.seq == seq && p.connecting) {
+            p.connecting = false;
+            p.started = now;
+            self.next_period = self.next_period.max(now + self.cfg.protocol_period);
+        }
+    }
+
+    /// Whom this node probes and gossips to (`monitors` ring successors):
+    /// the caller keeps connections to them open, so probes find them warm.
+    pub fn successors(&mut self) -> &[NodeId] {
+        self.reachable();
+        &self.successors
+    }
+
     /// What this node did so far.
     pub fn stats(&self) -> &SwimStats {
         &self.stats
@@ -213,7 +233,7 @@ impl<M: Clone + PartialEq> Swim<M> {
     /// When [`Swim::tick`] has something to do next.
     pub fn next_timeout(&self) -> Millis {
         let mut t = self.next_period.min(self.next_sync());
-        if let Some(p) = self.probe.as_ref().filter(|p| !p.acked && !p.indirect_sent) {
+        if let Some(p) = self.probe.as_ref().filter(|p| !p.acked && !p.indirect_sent && !p.connecting) {
             t = t.min(p.started + self.cfg.probe_timeout);
         }
         let timeout = self.suspicion_timeout();
@@ -227,20 +247,25 @@ impl<M: Clone + PartialEq> Swim<M> {
 
     /// Run the timers due at `now`.
     pub fn tick(&mut self, now: Millis) {
-        let due = self.probe.as_ref().is_some_and(|p| !p.acked && !p.indirect_sent && now >= p.started + self.cfg.probe_timeout);
+        let due = self.probe.as_ref().is_some_and(|p| !p.acked && !p.indirect_sent && !p.connecting && now >= p.started + self.cfg.probe_timeout);
         if due {
             self.probe_indirectly();
         }
         if now >= self.next_period {
-            if let Some(p) = self.probe.take().filter(|p| !p.acked) {
-                self.suspect(&p.target, now);
+            let connecting = self.probe.as_ref().is_some_and(|p| p.connecting && !p.acked && now < p.started + CONNECT_PERIODS * self.cfg.protocol_period);
+            if !connecting {
+                if let Some(p) = self.probe.take().filter(|p| !p.acked) {
+                    self.suspect(&p.target, now);
+                }
             }
             if now >= self.seeds_asked + SEED_RETRY && self.reachable().is_empty() {
                 self.seeds_asked = now;
                 self.ask_seeds();
             }
             self.next_period = now + self.cfg.protocol_period;
-            self.start_probe(now);
+            if !connecting {
+                self.start_probe(now);
+            }
             self.gossip();
             let retention = self.cfg.dead_retention;
             let before = self.members.len();
@@ -337,10 +362,6 @@ impl<M: Clone + PartialEq> Swim<M> {
         match u.liveness {
             Liveness::Alive => {
                 self.suspects.remove(&u.node);
-                if was.is_none() {
-                    let at = self.rng.below(self.probe_order.len() + 1);
-                    self.probe_order.insert(at, u.node.clone());
-                }
                 self.events.push_back(Event::Up { node: u.node.clone(), meta: u.meta.clone() });
             }
             Liveness::Suspect => {
@@ -394,13 +415,14 @@ impl<M: Clone + PartialEq> Swim<M> {
         };
         let seq = self.next_seq();
         self.stats.probes += 1;
-        self.probe = Some(Probe { target: target.clone(), seq, started: now, acked: false, indirect_sent: false });
+        self.probe = Some(Probe { target: target.clone(), seq, started: now, acked: false, indirect_sent: false, connecting: false });
         let updates = self.piggyback();
         self.send(target, Message::Ping { seq, updates });
     }
 
     fn refill_probe_order(&mut self) {
-        self.probe_order = self.reachable().to_vec();
+        self.reachable();
+        self.probe_order = self.successors.clone();
         for i in (1..self.probe_order.len()).rev() {
             let j = self.rng.below(i + 1);
             self.probe_order.swap(i, j);
@@ -411,7 +433,7 @@ impl<M: Clone + PartialEq> Swim<M> {
         let Some(p) = self.probe.as_mut() else { return };
         p.indirect_sent = true;
         let (target, seq) = (p.target.clone(), p.seq);
-        let helpers = self.random_reachable(self.cfg.indirect_probes, Some(&target));
+        let helpers = self.random_successors(self.cfg.indirect_probes, Some(&target));
         if !helpers.is_empty() {
             self.stats.indirect_probes += 1;
         }
@@ -425,7 +447,7 @@ impl<M: Clone + PartialEq> Swim<M> {
         if self.broadcasts.is_empty() {
             return;
         }
-        for to in self.random_reachable(self.cfg.gossip_fanout, None) {
+        for to in self.random_successors(self.cfg.gossip_fanout, None) {
             let updates = self.piggyback();
             if updates.is_empty() {
                 break;
@@ -476,6 +498,7 @@ impl<M: Clone + PartialEq> Swim<M> {
         if self.reachable_dirty {
             self.reachable = self.members.iter().filter(|(_, m)| m.liveness != Liveness::Dead).map(|(n, _)| n.clone()).collect();
             self.reachable.sort_unstable();
+            self.successors = monitors::ring_successors(&self.me, &self.reachable, self.cfg.monitors);
             self.reachable_dirty = false;
         }
         &self.reachable
@@ -483,20 +506,14 @@ impl<M: Clone + PartialEq> Swim<M> {
 
     /// Up to `count` distinct random reachable members, never `except`.
     fn random_reachable(&mut self, count: usize, except: Option<&NodeId>) -> Vec<NodeId> {
-        let len = self.reachable().len();
-        let eligible = len - usize::from(except.is_some_and(|e| self.reachable.binary_search(e).is_ok()));
-        if eligible <= count {
-            return self.reachable.iter().filter(|n| Some(*n) != except).cloned().collect();
-        }
-        let mut picked: Vec<NodeId> = Vec::with_capacity(count);
-        while picked.len() < count {
-            let at = self.rng.below(len);
-            let c = &self.reachable[at];
-            if Some(c) != except && !picked.contains(c) {
-                picked.push(c.clone());
-            }
-        }
-        picked
+        self.reachable();
+        pick(&mut self.rng, &self.reachable, count, except)
+    }
+
+    /// Up to `count` distinct random ring successors, never `except`.
+    fn random_successors(&mut self, count: usize, except: Option<&NodeId>) -> Vec<NodeId> {
+        self.reachable();
+        pick(&mut self.rng, &self.successors, count, except)
     }
 
     fn suspicion_timeout(&self) -> Millis {

@@ -114,6 +114,13 @@ pub struct NetConfig {
     /// production nodes are built without the `bench` feature).
     #[cfg(feature = "bench")]
     pub serve_bench_frames: bool,
+    /// Listen and dial over libp2p's in-process `MemoryTransport` (`listen`
+    /// must then be `/memory/0` or `/memory/<port>`) instead of TCP: Noise,
+    /// yamux and every protocol above run unchanged, without the two file
+    /// descriptors each TCP connection holds when both its ends are in one
+    /// process (`fragstate bench swarm --transport memory`). Off by default.
+    #[cfg(feature = "bench")]
+    pub in_memory_transport: bool,
 }
 
 impl NetConfig {
@@ -143,6 +150,8 @@ impl NetConfig {
             tombstone_limits: TombstoneLimits::default(),
             #[cfg(feature = "bench")]
             serve_bench_frames: false,
+            #[cfg(feature = "bench")]
+            in_memory_transport: false,
         }
     }
 }

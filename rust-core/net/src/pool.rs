@@ -51,13 +51,18 @@ impl Inner {
         }
     }
 
+    /// Whether a connection to `peer` is up.
+    pub(crate) fn connected(&self, peer: &PeerId) -> bool {
+        lock(&self.peers).get(peer).is_some_and(|p| p.connections > 0)
+    }
+
     /// Connects to `peer` at its known addresses unless it is connected
     /// ([`Membership::Swim`] opens connections on demand). libp2p-stream
     /// would dial by itself, but without addresses of its own and with room
     /// for one dial request at a time: a burst of streams to unconnected
     /// peers lost dials and waited out the timeout.
     pub(crate) async fn connect(&self, peer: PeerId, timeout: Duration) -> std::result::Result<(), String> {
-        if lock(&self.peers).get(&peer).is_some_and(|p| p.connections > 0) {
+        if self.connected(&peer) {
             return Ok(());
         }
         let (done, answer) = oneshot::channel();

@@ -156,6 +156,8 @@ pub(crate) enum SwimInput {
     Seed(PeerId),
     /// A connection to the peer failed (reset, pings lost): probe it next.
     ConnectionFailed(PeerId),
+    /// The ping of probe `seq` went out, or its connection failed (it had to connect first).
+    Sent(u64),
     /// Tell some members this node leaves, then stop; answered when the messages are out.
     Leave(oneshot::Sender<()>),
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use libp2p::core::muxing::StreamMuxerBox;
-use libp2p::core::transport::Boxed;
+use libp2p::core::transport::{Boxed, MemoryTransport};
 use libp2p::core::upgrade;
 use libp2p::identity::Keypair;
 use libp2p::kad;
@@ -61,7 +61,7 @@ pub(crate) struct Behaviour {
 /// `cfg.listen`, and the control handle of its raw-stream behaviour.
 pub(crate) fn build_swarm(cfg: &NetConfig) -> Result<(Swarm<Behaviour>, libp2p_stream::Control)> {
     let peer_id = cfg.identity.public().to_peer_id();
-    let transport = build_transport(&cfg.identity, cfg.cluster_key, Duration::from_secs(10))?;
+    let transport = build_transport(&cfg.identity, cfg.cluster_key, Duration::from_secs(10), in_memory(cfg))?;
     let mut kad_cfg = kad::Config::new(KAD_PROTOCOL);
     kad_cfg.set_query_timeout(Duration::from_secs(10));
     let mut kademlia = kad::Behaviour::with_config(peer_id, kad::store::MemoryStore::new(peer_id), kad_cfg);
@@ -93,7 +93,9 @@ pub(crate) fn build_swarm(cfg: &NetConfig) -> Result<(Swarm<Behaviour>, libp2p_s
         .with_substream_upgrade_protocol_override(upgrade::Version::V1Lazy);
     let mut swarm = Swarm::new(transport, behaviour, peer_id, swarm_cfg);
     for addr in &cfg.listen {
-        check_listen_addr(addr)?;
+        if !in_memory(cfg) {
+            check_listen_addr(addr)?;
+        }
         swarm.listen_on(addr.clone()).map_err(|e| Error::invalid("listen address", addr, format!("a listenable TCP multiaddr ({e})")))?;
     }
     Ok((swarm, control))
@@ -171,17 +173,29 @@ impl<T: Transport + Unpin> Transport for NewPortDials<T> {
 /// static key), and each connection is encrypted once. (Before protocol 5 a
 /// `pnet` stream cipher wrapped Noise: every byte was encrypted twice, which
 /// halved the throughput on two cores, DESIGN.md.)
-pub(crate) fn build_transport(key: &Keypair, psk: Option<PreSharedKey>, timeout: Duration) -> Result<Boxed<(PeerId, StreamMuxerBox)>> {
+/// `memory`: libp2p's in-process [`MemoryTransport`] in place of DNS → TCP
+/// (`NetConfig::in_memory_transport`, benchmarks only).
+pub(crate) fn build_transport(key: &Keypair, psk: Option<PreSharedKey>, timeout: Duration, memory: bool) -> Result<Boxed<(PeerId, StreamMuxerBox)>> {
     let mut noise = noise::Config::new(key).map_err(|e| Error::format("noise configuration", e.to_string()))?;
     if let Some(psk) = &psk {
         noise = noise.with_prologue(cluster_prologue(psk));
     }
-    Ok(dns_tcp()
-        .upgrade(upgrade::Version::V1Lazy)
-        .authenticate(noise)
-        .multiplex(yamux::Config::default())
-        .timeout(timeout)
-        .boxed())
+    let yamux = yamux::Config::default();
+    Ok(if memory {
+        MemoryTransport::default().upgrade(upgrade::Version::V1Lazy).authenticate(noise).multiplex(yamux).timeout(timeout).boxed()
+    } else {
+        dns_tcp().upgrade(upgrade::Version::V1Lazy).authenticate(noise).multiplex(yamux).timeout(timeout).boxed()
+    })
+}
+
+#[cfg(feature = "bench")]
+fn in_memory(cfg: &NetConfig) -> bool {
+    cfg.in_memory_transport
+}
+
+#[cfg(not(feature = "bench"))]
+fn in_memory(_: &NetConfig) -> bool {
+    false
 }
 
 /// The Noise prologue of a cluster: SHA-256 over a domain label and the key

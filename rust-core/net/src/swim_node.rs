@@ -129,6 +129,7 @@ pub(crate) async fn swim_task(inner: Arc<Inner>, mut inbox: mpsc::UnboundedRecei
     let mut meta_check = tokio::time::interval(META_CHECK);
     meta_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut leaving = None;
+    let mut successors: Vec<NodeId> = Vec::new();
     loop {
         let wake = tokio::time::Instant::from_std(clock + Duration::from_millis(swim.next_timeout()));
         tokio::select! {
@@ -145,6 +146,7 @@ pub(crate) async fn swim_task(inner: Arc<Inner>, mut inbox: mpsc::UnboundedRecei
                     }
                 }
                 Some(SwimInput::ConnectionFailed(peer)) => swim.probe_next(&NodeId::from(peer.to_base58())),
+                Some(SwimInput::Sent(seq)) => swim.sent(seq, now()),
                 Some(SwimInput::Leave(done)) => {
                     swim.leave();
                     leaving = Some(done);
@@ -172,17 +174,48 @@ pub(crate) async fn swim_task(inner: Arc<Inner>, mut inbox: mpsc::UnboundedRecei
                 tracing::debug!(to = %to, "too many membership messages in flight: dropping one");
                 continue;
             };
+            // A probe's ping that must connect first: its timers wait for the handshake.
+            let connecting = match &msg {
+                SwimMessage::Ping { seq, .. } if !to.as_str().parse().is_ok_and(|p| inner.connected(&p)) => Some(*seq),
+                _ => None,
+            };
+            if let Some(seq) = connecting {
+                swim.connecting(seq);
+            }
             let inner = inner.clone();
             tokio::spawn(async move {
                 send(&inner, to, msg).await;
+                if let Some(seq) = connecting {
+                    inner.to_swim(SwimInput::Sent(seq));
+                }
                 drop(permit);
             });
         }
         while let Some(ev) = swim.poll_event() {
             apply(&inner, ev, &mut incompatible);
         }
+        keep_connected(&inner, swim.successors(), &mut successors);
     }
     tracing::debug!(stats = ?swim.stats(), "membership stopped");
+}
+
+/// Dials the members that became this node's ring successors: a probe
+/// timeout (80 ms) is shorter than a Noise handshake on a busy host, so a
+/// probe that had to connect first would make its target suspect.
+fn keep_connected(inner: &Arc<Inner>, now: &[NodeId], before: &mut Vec<NodeId>) {
+    if now == before.as_slice() {
+        return;
+    }
+    for node in now.iter().filter(|n| !before.contains(n)) {
+        let Ok(peer) = node.as_str().parse::<PeerId>() else { continue };
+        let inner = inner.clone();
+        tokio::spawn(async move {
+            if let Err(e) = inner.connect(peer, MESSAGE_TIMEOUT).await {
+                tracing::debug!(%peer, error = %e, "ring successor not connected");
+            }
+        });
+    }
+    *before = now.to_vec();
 }
 
 /// Sends one message to `to` over a new stream, connecting first if needed.

@@ -54,6 +54,18 @@ pub(crate) struct BenchSwarmArgs {
     /// Seconds to wait for the cluster to form, and for a stopped node to be found dead.
     #[arg(long, default_value_t = 300)]
     pub timeout: u64,
+    /// How the nodes connect: real TCP on loopback (two open files per
+    /// connection here, which caps N near 500 SWIM nodes), or libp2p's
+    /// in-process memory transport (the same Noise, yamux and protocols, no
+    /// sockets).
+    #[arg(long, value_enum, default_value_t = SwarmTransport::Tcp)]
+    pub transport: SwarmTransport,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SwarmTransport {
+    Tcp,
+    Memory,
 }
 
 pub(crate) fn bench_swarm(a: BenchSwarmArgs) -> Result<()> {
@@ -77,16 +89,17 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     let key = parse_cluster_key(&generate_cluster_key_text()?, std::path::Path::new("(generated for the run)"))?;
     let rss_before = rss_bytes();
     let started = Instant::now();
-    eprintln!("{name}, {} nodes in one process (open files allowed: {}; each connection holds two here)", a.nodes, open_files_limit());
-    let seed = start(mode, &key, Role::Storage, "n0", &[]).await?;
+    let transport = a.transport;
+    eprintln!("{name}, {} nodes in one process over {transport:?} (open files allowed: {}; a TCP connection holds two here)", a.nodes, open_files_limit());
+    let seed = start(mode, transport, &key, Role::Storage, "n0", &[]).await?;
     let mut nodes = vec![seed.clone()];
     for i in 1..a.nodes {
-        nodes.push(start(mode, &key, Role::Storage, &format!("n{i}"), &seed.listen_addrs()).await?);
+        nodes.push(start(mode, transport, &key, Role::Storage, &format!("n{i}"), &seed.listen_addrs()).await?);
         if (i + 1) % 100 == 0 {
             eprintln!("  {} nodes started ({:.1} s)", i + 1, started.elapsed().as_secs_f64());
         }
     }
-    let client_node = start(mode, &key, Role::Client, "client", &seed.listen_addrs()).await?;
+    let client_node = start(mode, transport, &key, Role::Client, "client", &seed.listen_addrs()).await?;
     let formed_client = until(timeout, "the client to see every storage node", || client_node.live_nodes().len() == a.nodes).await?;
     let formed_all = formed_client + until(timeout, "every node to see every storage node", || nodes.iter().all(|n| n.live_nodes().len() == a.nodes)).await?;
     eprintln!("{name}, {} nodes: the client sees all after {formed_client:.1?}, every node after {formed_all:.1?}; settling {} s", a.nodes, a.settle);
@@ -154,7 +167,7 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     }
     let round = |x: f64, digits: i32| (x * 10f64.powi(digits)).round() / 10f64.powi(digits);
     Ok(json!({
-        "mode": name, "nodes": a.nodes, "in_process": true,
+        "mode": name, "nodes": a.nodes, "in_process": true, "transport": format!("{transport:?}").to_lowercase(),
         "formed_client_s": round(formed_client.as_secs_f64(), 2), "formed_all_s": round(formed_all.as_secs_f64(), 2),
         "idle_cpu_all_pct": round(100.0 * cpu_all, 1), "idle_cpu_per_node_pct": round(100.0 * cpu_all / population as f64, 3),
         "membership_msgs_per_node_s": round(per_node_rate(|t| t.membership_messages_sent), 2),
@@ -171,9 +184,13 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     }))
 }
 
-async fn start(mode: fragstate_net::Membership, key: &PreSharedKey, role: Role, name: &str, bootstrap: &[libp2p::Multiaddr]) -> Result<NetNode> {
+async fn start(mode: fragstate_net::Membership, transport: SwarmTransport, key: &PreSharedKey, role: Role, name: &str, bootstrap: &[libp2p::Multiaddr]) -> Result<NetNode> {
     let mut cfg = NetConfig::new(Keypair::generate_ed25519(), role, Some(*key));
     cfg.set_membership(mode);
+    if transport == SwarmTransport::Memory {
+        cfg.in_memory_transport = true;
+        cfg.listen = vec!["/memory/0".parse().expect("a memory multiaddr")];
+    }
     cfg.domain = name.to_string();
     cfg.bootstrap = bootstrap.to_vec();
     // Every dial here comes from 127.0.0.1: the per-address bound of half-open

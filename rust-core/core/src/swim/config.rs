@@ -21,6 +21,13 @@ pub struct SwimConfig {
     pub retransmit_mult: u32,
     /// Members an update is gossiped to per period while updates are pending.
     pub gossip_fanout: usize,
+    /// The members a node probes, asks for indirect probes and gossips to:
+    /// its successors on this many hash rings (`swim/monitors.rs`). Each
+    /// member is probed by about this many others, each every `monitors`
+    /// periods: once per period on average, as with probes of random members,
+    /// but every node talks to the same ~2 × `monitors` peers, so connections
+    /// stay open instead of a new one (a Noise handshake) per probe.
+    pub monitors: usize,
     /// Updates carried by one message at most.
     pub max_piggyback: usize,
     /// Full-list exchange with a random member, every this × max(1, N / 128).
@@ -45,6 +52,7 @@ impl Default for SwimConfig {
             min_suspicion: 3_000,
             retransmit_mult: 6,
             gossip_fanout: 3,
+            monitors: 8,
             max_piggyback: 32,
             sync_interval: 30_000,
             dead_retention: 60_000,

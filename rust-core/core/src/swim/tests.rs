@@ -251,3 +251,30 @@ fn a_member_hinted_as_gone_is_probed_in_the_next_period() {
     }
     assert_eq!(net.nodes[0].probe.as_ref().map(|p| p.target.clone()), Some(id(9)), "not at its turn among 29 members");
 }
+
+#[test]
+fn a_probe_waiting_for_its_connection_suspects_nobody_until_its_ping_left() {
+    let cfg = SwimConfig::default();
+    let mut a = Swim::new(id(0), 0u32, 1, cfg.clone(), 0, 7);
+    a.handle(0, id(1), Message::Gossip { updates: vec![Update { node: id(1), incarnation: 1, liveness: Liveness::Alive, meta: 1 }] });
+    a.tick(0);
+    let seq = std::iter::from_fn(|| a.poll_send()).find_map(|(to, m)| match m {
+        Message::Ping { seq, .. } if to == id(1) => Some(seq),
+        _ => None,
+    });
+    let seq = seq.expect("a probe of the only member");
+    a.connecting(seq);
+    // Five periods of handshake: no indirect probe, no suspicion.
+    for t in (10..5 * cfg.protocol_period).step_by(10) {
+        a.tick(t);
+    }
+    assert_eq!(a.members().find(|(n, _)| **n == id(1)).unwrap().1.liveness, Liveness::Alive);
+    assert!(std::iter::from_fn(|| a.poll_send()).all(|(_, m)| !matches!(m, Message::PingReq { .. })), "an indirect probe while connecting");
+    // The ping leaves; no ack within a period: suspect.
+    let sent = 5 * cfg.protocol_period;
+    a.sent(seq, sent);
+    a.tick(sent + cfg.protocol_period - 1);
+    assert_eq!(a.members().find(|(n, _)| **n == id(1)).unwrap().1.liveness, Liveness::Alive, "suspected before a period after the ping left");
+    a.tick(sent + cfg.protocol_period);
+    assert_eq!(a.members().find(|(n, _)| **n == id(1)).unwrap().1.liveness, Liveness::Suspect);
+}

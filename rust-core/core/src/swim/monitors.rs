@@ -1,0 +1,101 @@
+//! Whom a node probes and gossips to: its successors on `k` hash rings (the
+//! monitoring overlay of Rapid, Suresh et al., USENIX ATC 2018). Ring `r`
+//! orders the members by a hash of (id, r); a node's successor on it is the
+//! member whose hash comes next, wrapping around. Each ring is a random cycle
+//! through all members, so the union of `k` of them is a random graph in
+//! which every member has about `k` successors and `k` predecessors: probing
+//! the successors round-robin probes every member about once per period,
+//! updates spread in O(log N / log k) hops, and a node keeps talking to the
+//! same ~2k peers instead of opening a connection (a Noise handshake) to a
+//! different random member every period.
+
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+use crate::ids::NodeId;
+use crate::sample::Rng;
+
+/// Seeds the ring hashes apart from every other use of xxh3 in fragstate.
+const RING_SEED: u64 = 0x7377_696d_7269_6e67;
+
+/// The distinct successors of `me` among `members` on rings `0..k`, in ring
+/// order (a member that is the successor on several rings appears once);
+/// `me` in `members` is ignored. Every member when there are at most `k`.
+pub fn ring_successors(me: &NodeId, members: &[NodeId], k: usize) -> Vec<NodeId> {
+    let others: Vec<&NodeId> = members.iter().filter(|m| *m != me).collect();
+    if others.len() <= k {
+        return others.into_iter().cloned().collect();
+    }
+    let mut out: Vec<NodeId> = Vec::with_capacity(k);
+    for ring in 0..k as u64 {
+        let hash = |n: &NodeId| xxh3_64_with_seed(n.as_str().as_bytes(), RING_SEED ^ ring);
+        let mine = hash(me);
+        // The next hash after mine, wrapping: the smallest distance forward (ties by id, for determinism).
+        let next = others.iter().min_by_key(|n| (hash(n).wrapping_sub(mine).wrapping_sub(1), n.as_str())).expect("more than k others");
+        if !out.contains(next) {
+            out.push((*next).clone());
+        }
+    }
+    out
+}
+
+/// Up to `count` distinct random members of `from` (distinct ids), never `except`.
+pub(super) fn pick(rng: &mut Rng, from: &[NodeId], count: usize, except: Option<&NodeId>) -> Vec<NodeId> {
+    let eligible = from.len() - usize::from(except.is_some_and(|e| from.contains(e)));
+    if eligible <= count {
+        return from.iter().filter(|n| Some(*n) != except).cloned().collect();
+    }
+    let mut picked: Vec<NodeId> = Vec::with_capacity(count);
+    while picked.len() < count {
+        let c = &from[rng.below(from.len())];
+        if Some(c) != except && !picked.contains(c) {
+            picked.push(c.clone());
+        }
+    }
+    picked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(n: usize) -> Vec<NodeId> {
+        (0..n).map(|i| NodeId::from(format!("node-{i}"))).collect()
+    }
+
+    #[test]
+    fn small_clusters_monitor_everyone() {
+        let all = ids(5);
+        let s = ring_successors(&all[0], &all, 8);
+        assert_eq!(s, all[1..].to_vec());
+    }
+
+    #[test]
+    fn every_member_has_successors_and_about_k_predecessors() {
+        let (n, k) = (1000, 8);
+        let all = ids(n);
+        let mut predecessors = std::collections::HashMap::<NodeId, usize>::new();
+        for me in &all {
+            let s = ring_successors(me, &all, k);
+            assert!(!s.is_empty() && s.len() <= k && !s.contains(me), "{me}: {s:?}");
+            for t in s {
+                *predecessors.entry(t).or_default() += 1;
+            }
+        }
+        // Each ring is a cycle: every member is some node's successor on every ring (duplicates merged).
+        assert_eq!(predecessors.len(), n, "a member nobody probes");
+        let max = *predecessors.values().max().unwrap();
+        assert!(max <= k, "{max} predecessors (k = {k})");
+        let mean = predecessors.values().sum::<usize>() as f64 / n as f64;
+        assert!(mean > k as f64 * 0.95, "mean {mean} predecessors");
+    }
+
+    #[test]
+    fn a_join_changes_the_successors_of_at_most_k_nodes() {
+        let (n, k) = (300, 8);
+        let all = ids(n + 1);
+        let before: Vec<Vec<NodeId>> = all[..n].iter().map(|me| ring_successors(me, &all[..n], k)).collect();
+        let after: Vec<Vec<NodeId>> = all[..n].iter().map(|me| ring_successors(me, &all, k)).collect();
+        let changed = before.iter().zip(&after).filter(|(b, a)| b != a).count();
+        assert!(changed <= k, "{changed} nodes' successors changed");
+    }
+}

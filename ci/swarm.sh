@@ -9,13 +9,15 @@
 #   ci/swarm.sh --quick                           # the CI variant: 8 nodes, both modes, short windows
 #   ci/swarm.sh --out DIR ...                     # default: target/swarm/<time>
 #   ci/swarm.sh --in-process --nodes 16,50,100,200,400,1000 --mesh-max 16 --tcp-max 400 \
-#               --transports tcp,memory           # all nodes of a run in one process (fragstate bench
+#               --transports tcp,memory [--join-rate 20]
+#                                                 # all nodes of a run in one process (fragstate bench
 #                                                 # swarm): formation, idle cost, membership messages,
 #                                                 # restores, failure detection, at sizes one process per
 #                                                 # node cannot reach on 2 cores, over loopback TCP and
 #                                                 # libp2p's memory transport (no file per connection);
-#                                                 # a mesh of 32 in one process does not form on 2 cores
-#                                                 # (NETWORK.md "Swarm runs")
+#                                                 # a mesh of 32 in one process does not form on 2 cores;
+#                                                 # --join-rate: nodes started per second (default: back
+#                                                 # to back) (NETWORK.md "Swarm runs")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=lib/common.sh

@@ -219,12 +219,13 @@ IN_PROCESS_COLUMNS = [
 ]
 
 
-def run_in_process(binary, mode, n, settle, idle, objects, size, strict, transport="tcp"):
+def run_in_process(binary, mode, n, settle, idle, objects, size, strict, transport="tcp", join_rate=0.0):
     """One `fragstate bench swarm` run; its JSON row. With `strict`, a run whose stopped node some
     node never found dead, or whose steady-state restores needed more than k + m lookup requests,
     fails (the bytes read back are compared by the run itself)."""
     cmd = [binary, "bench", "swarm", "--membership", mode, "--nodes", str(n), "--settle", str(settle),
-           "--idle", str(idle), "--objects", str(objects), "--size", size, "--transport", transport]
+           "--idle", str(idle), "--objects", str(objects), "--size", size, "--transport", transport,
+           "--join-rate", str(join_rate)]
     log(" ".join(cmd))
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None, text=True)
     if p.returncode != 0:
@@ -302,6 +303,8 @@ def main():
     ap.add_argument("--in-process", action="store_true", help="all nodes of a run in one process (fragstate bench swarm)")
     ap.add_argument("--objects", type=int, default=20, help="--in-process: objects written, then restored once each")
     ap.add_argument("--size", default="1MiB", help="--in-process: size of each object")
+    ap.add_argument("--join-rate", type=float, default=0.0,
+                    help="--in-process: nodes started per second (0: back to back, which saturates the process past ~100)")
     ap.add_argument("--transports", default="tcp", help="--in-process: tcp, memory or both (tcp,memory)")
     ap.add_argument("--tcp-max", type=int, default=500,
                     help="--in-process: largest TCP run (both ends of each connection hold a file in the one process)")
@@ -326,14 +329,15 @@ def main():
                     continue
                 try:
                     if a.in_process:
-                        rows.append(run_in_process(a.bin, mode, n, a.settle, a.idle, a.objects, a.size, a.strict, transport))
+                        rows.append(run_in_process(a.bin, mode, n, a.settle, a.idle, a.objects, a.size, a.strict, transport,
+                                                    a.join_rate))
                     else:
                         rows.append(run_one(a.bin, mode, n, a.settle, a.idle))
                 except RunFailed as e:
                     log(f"{mode}, {n} nodes over {transport}: failed: {e}; no larger runs of it")
                     rows.append({"mode": mode, "nodes": n, "transport": transport, "failed": str(e)})
                     break
-    meta = {"cores": os.cpu_count(), "settle_s": a.settle, "idle_s": a.idle, "in_process": a.in_process,
+    meta = {"cores": os.cpu_count(), "settle_s": a.settle, "idle_s": a.idle, "in_process": a.in_process, "join_rate": a.join_rate,
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     if a.in_process:
         write_results(rows, a.out, meta, IN_PROCESS_COLUMNS, "swarm-in-process.png")

@@ -54,6 +54,11 @@ pub(crate) struct BenchSwarmArgs {
     /// Seconds to wait for the cluster to form, and for a stopped node to be found dead.
     #[arg(long, default_value_t = 300)]
     pub timeout: u64,
+    /// Nodes started per second (0: each as soon as the one before listens).
+    /// A cluster's TaskManagers start over seconds, not all at once: past ~100
+    /// nodes the back-to-back start saturates this one process (NETWORK.md).
+    #[arg(long, default_value_t = 0.0)]
+    pub join_rate: f64,
     /// How the nodes connect: real TCP on loopback (two open files per
     /// connection here, which caps N near 500 SWIM nodes), or libp2p's
     /// in-process memory transport (the same Noise, yamux and protocols, no
@@ -72,6 +77,9 @@ pub(crate) fn bench_swarm(a: BenchSwarmArgs) -> Result<()> {
     let params = a.coding.params()?;
     if a.nodes <= params.fragments() {
         return Err(Error::invalid("nodes", a.nodes, format!("> k + m = {} (holders for every object, one more to stop)", params.fragments())));
+    }
+    if !(a.join_rate >= 0.0 && a.join_rate.is_finite()) {
+        return Err(Error::invalid("join-rate", a.join_rate, "nodes per second ≥ 0 (0: as fast as they start)"));
     }
     if !(a.idle > 0.0 && a.settle >= 0.0) {
         return Err(Error::invalid("idle/settle", format!("{}/{}", a.idle, a.settle), "idle > 0 and settle ≥ 0 seconds"));
@@ -94,6 +102,9 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     let seed = start(mode, transport, &key, Role::Storage, "n0", &[]).await?;
     let mut nodes = vec![seed.clone()];
     for i in 1..a.nodes {
+        if a.join_rate > 0.0 {
+            tokio::time::sleep_until((started + Duration::from_secs_f64(i as f64 / a.join_rate)).into()).await;
+        }
         nodes.push(start(mode, transport, &key, Role::Storage, &format!("n{i}"), &seed.listen_addrs()).await?);
         if (i + 1) % 100 == 0 {
             eprintln!("  {} nodes started ({:.1} s)", i + 1, started.elapsed().as_secs_f64());
@@ -167,7 +178,7 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     }
     let round = |x: f64, digits: i32| (x * 10f64.powi(digits)).round() / 10f64.powi(digits);
     Ok(json!({
-        "mode": name, "nodes": a.nodes, "in_process": true, "transport": format!("{transport:?}").to_lowercase(),
+        "mode": name, "nodes": a.nodes, "in_process": true, "join_rate": a.join_rate, "transport": format!("{transport:?}").to_lowercase(),
         "formed_client_s": round(formed_client.as_secs_f64(), 2), "formed_all_s": round(formed_all.as_secs_f64(), 2),
         "idle_cpu_all_pct": round(100.0 * cpu_all, 1), "idle_cpu_per_node_pct": round(100.0 * cpu_all / population as f64, 3),
         "membership_msgs_per_node_s": round(per_node_rate(|t| t.membership_messages_sent), 2),

@@ -164,19 +164,22 @@ pub(crate) async fn swim_task(inner: Arc<Inner>, mut inbox: mpsc::UnboundedRecei
         }
         if let Some(done) = leaving.take() {
             let out: Vec<_> = std::iter::from_fn(|| swim.poll_send()).collect();
-            let sent = futures::future::join_all(out.into_iter().map(|(to, msg)| send(&inner, to, msg)));
+            let out = out.into_iter().filter_map(|(to, msg)| Some((to.as_str().parse::<PeerId>().ok()?, msg)));
+            let sent = futures::future::join_all(out.map(|(peer, msg)| send(&inner, peer, msg)));
             let _ = tokio::time::timeout(MESSAGE_TIMEOUT, sent).await;
             let _ = done.send(());
             break;
         }
         while let Some((to, msg)) = swim.poll_send() {
+            // Member ids are peer ids (base58): decoded once per message, here.
+            let Ok(peer) = to.as_str().parse::<PeerId>() else { continue };
             let Ok(permit) = sends.clone().try_acquire_owned() else {
-                tracing::debug!(to = %to, "too many membership messages in flight: dropping one");
+                tracing::debug!(%peer, "too many membership messages in flight: dropping one");
                 continue;
             };
             // A probe's ping that must connect first: its timers wait for the handshake.
             let connecting = match &msg {
-                SwimMessage::Ping { seq, .. } if !to.as_str().parse().is_ok_and(|p| inner.connected(&p)) => Some(*seq),
+                SwimMessage::Ping { seq, .. } if !inner.connected(&peer) => Some(*seq),
                 _ => None,
             };
             if let Some(seq) = connecting {
@@ -184,7 +187,7 @@ pub(crate) async fn swim_task(inner: Arc<Inner>, mut inbox: mpsc::UnboundedRecei
             }
             let inner = inner.clone();
             tokio::spawn(async move {
-                send(&inner, to, msg).await;
+                send(&inner, peer, msg).await;
                 if let Some(seq) = connecting {
                     inner.to_swim(SwimInput::Sent(seq));
                 }
@@ -218,9 +221,8 @@ fn keep_connected(inner: &Arc<Inner>, now: &[NodeId], before: &mut Vec<NodeId>) 
     *before = now.to_vec();
 }
 
-/// Sends one message to `to` over a new stream, connecting first if needed.
-async fn send(inner: &Arc<Inner>, to: NodeId, msg: SwimMessage) {
-    let Ok(peer) = to.as_str().parse::<PeerId>() else { return };
+/// Sends one message to `peer` over a new stream, connecting first if needed.
+async fn send(inner: &Arc<Inner>, peer: PeerId, msg: SwimMessage) {
     let attempt = async {
         inner.connect(peer, MESSAGE_TIMEOUT).await?;
         let mut s = inner.control.clone().open_stream(peer, SWIM_PROTOCOL).await.map_err(|e| e.to_string())?;

@@ -33,21 +33,31 @@
 //! Precedence of updates about one member (higher incarnation wins; at equal
 //! incarnation Dead > Suspect > Alive) is SWIM's. Dead members are kept for
 //! `dead_retention` so that late rumours of them do not bring them back.
-//! Not built: Lifeguard's local health awareness and suspicion timeouts that
-//! shrink with independent confirmations.
+//! - **Local health** (Lifeguard, `swim/health.rs`). A node whose probes go
+//!   unanswered, or that must refute a suspicion of itself, stretches its
+//!   own probe period and timeout up to `1 + max_local_health` times: a slow
+//!   node suspects less and loads its host less. And every message to a
+//!   member this node holds suspect or dead carries that belief (Lifeguard's
+//!   buddy system), so the member refutes at its next ping instead of when
+//!   gossip happens to reach it.
+//!
+//! Not built: Lifeguard's suspicion timeouts that shrink with independent
+//! confirmations, and its nacks.
 
 mod broadcasts;
 mod config;
+mod health;
 mod messages;
 pub mod monitors;
 mod probe;
+mod view;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::ids::NodeId;
 use crate::sample::Rng;
 use broadcasts::Broadcasts;
-use monitors::pick;
+use health::LocalHealth;
 use probe::{Probe, Relay, CONNECT_PERIODS};
 pub use config::SwimConfig;
 pub use messages::{Event, Liveness, Member, Message, SwimStats, Update};
@@ -74,7 +84,11 @@ pub struct Swim<M> {
     reachable_dirty: bool,
     probe_order: Vec<NodeId>,
     probe: Option<Probe>,
+    health: LocalHealth,
     next_period: Millis,
+    /// Gossip keeps the unstretched period: a slow node probes less, but
+    /// what it knows (its own refutations first) must not spread slower.
+    next_gossip: Millis,
     last_sync: Millis,
     seeds: Vec<NodeId>,
     seeds_asked: Millis,
@@ -92,11 +106,13 @@ impl<M: Clone + PartialEq> Swim<M> {
     /// wall clock in ms, so that a restarted node is newer than its former
     /// self), with `seed` for its random choices.
     pub fn new(me: NodeId, meta: M, incarnation: u64, cfg: SwimConfig, now: Millis, seed: u64) -> Self {
+        let health = LocalHealth::new(cfg.max_local_health);
         let mut s = Swim {
             me,
             meta,
             incarnation,
             next_period: now,
+            next_gossip: now,
             last_sync: now,
             seeds: Vec::new(),
             seeds_asked: now,
@@ -108,6 +124,7 @@ impl<M: Clone + PartialEq> Swim<M> {
             reachable_dirty: false,
             probe_order: Vec::new(),
             probe: None,
+            health,
             relays: HashMap::new(),
             broadcasts: Broadcasts::default(),
             seq: 0,
@@ -204,7 +221,7 @@ impl<M: Clone + PartialEq> Swim<M> {
         if let Some(p) = self.probe.as_mut().filter(|p| p.seq == seq && p.connecting) {
             p.connecting = false;
             p.started = now;
-            self.next_period = self.next_period.max(now + self.cfg.protocol_period);
+            self.next_period = self.next_period.max(now + self.period());
         }
     }
 
@@ -233,8 +250,11 @@ impl<M: Clone + PartialEq> Swim<M> {
     /// When [`Swim::tick`] has something to do next.
     pub fn next_timeout(&self) -> Millis {
         let mut t = self.next_period.min(self.next_sync());
+        if !self.broadcasts.is_empty() {
+            t = t.min(self.next_gossip);
+        }
         if let Some(p) = self.probe.as_ref().filter(|p| !p.acked && !p.indirect_sent && !p.connecting) {
-            t = t.min(p.started + self.cfg.probe_timeout);
+            t = t.min(p.started + self.health.scale(self.cfg.probe_timeout));
         }
         let timeout = self.suspicion_timeout();
         for s in &self.suspects {
@@ -247,26 +267,31 @@ impl<M: Clone + PartialEq> Swim<M> {
 
     /// Run the timers due at `now`.
     pub fn tick(&mut self, now: Millis) {
-        let due = self.probe.as_ref().is_some_and(|p| !p.acked && !p.indirect_sent && !p.connecting && now >= p.started + self.cfg.probe_timeout);
+        let probe_timeout = self.health.scale(self.cfg.probe_timeout);
+        let due = self.probe.as_ref().is_some_and(|p| !p.acked && !p.indirect_sent && !p.connecting && now >= p.started + probe_timeout);
         if due {
             self.probe_indirectly();
         }
         if now >= self.next_period {
-            let connecting = self.probe.as_ref().is_some_and(|p| p.connecting && !p.acked && now < p.started + CONNECT_PERIODS * self.cfg.protocol_period);
+            let connecting = self.probe.as_ref().is_some_and(|p| p.connecting && !p.acked && now < p.started + CONNECT_PERIODS * self.period());
             if !connecting {
-                if let Some(p) = self.probe.take().filter(|p| !p.acked) {
-                    self.suspect(&p.target, now);
+                match self.probe.take() {
+                    Some(p) if p.acked => self.health.answered(),
+                    Some(p) => {
+                        self.health.missed();
+                        self.suspect(&p.target, now);
+                    }
+                    None => {}
                 }
             }
             if now >= self.seeds_asked + SEED_RETRY && self.reachable().is_empty() {
                 self.seeds_asked = now;
                 self.ask_seeds();
             }
-            self.next_period = now + self.cfg.protocol_period;
+            self.next_period = now + self.period();
             if !connecting {
                 self.start_probe(now);
             }
-            self.gossip();
             let retention = self.cfg.dead_retention;
             let before = self.members.len();
             self.members.retain(|_, m| m.liveness != Liveness::Dead || now < m.since + retention);
@@ -274,6 +299,10 @@ impl<M: Clone + PartialEq> Swim<M> {
                 self.reachable_dirty = true;
             }
             self.relays.retain(|_, r| r.expires > now);
+        }
+        if now >= self.next_gossip {
+            self.next_gossip = now + self.cfg.protocol_period;
+            self.gossip();
         }
         self.expire_suspicions(now);
         if now >= self.next_sync() {
@@ -290,13 +319,7 @@ impl<M: Clone + PartialEq> Swim<M> {
         match msg {
             Message::Ping { seq, updates } => {
                 self.apply_all(updates, now);
-                let mut updates = self.piggyback();
-                // A member declared dead that still probes was wrongly
-                // declared (or is back): tell it, so it refutes now — gossip
-                // goes to live members only, and anti-entropy may be minutes away.
-                if let Some(m) = self.members.get(&from).filter(|m| m.liveness == Liveness::Dead) {
-                    updates.push(Update { node: from.clone(), incarnation: m.incarnation, liveness: Liveness::Dead, meta: m.meta.clone() });
-                }
+                let updates = self.updates_for(&from);
                 self.send(from, Message::Ack { seq, updates });
             }
             Message::Ack { seq, updates } => {
@@ -304,15 +327,15 @@ impl<M: Clone + PartialEq> Swim<M> {
                 if let Some(p) = self.probe.as_mut().filter(|p| p.seq == seq) {
                     p.acked = true;
                 } else if let Some(r) = self.relays.remove(&seq) {
-                    let updates = self.piggyback();
+                    let updates = self.updates_for(&r.requester);
                     self.send(r.requester, Message::Ack { seq: r.their_seq, updates });
                 }
             }
             Message::PingReq { seq, target, updates } => {
                 self.apply_all(updates, now);
                 let mine = self.next_seq();
-                self.relays.insert(mine, Relay { requester: from, their_seq: seq, expires: now + self.cfg.protocol_period });
-                let updates = self.piggyback();
+                self.relays.insert(mine, Relay { requester: from, their_seq: seq, expires: now + self.period() });
+                let updates = self.updates_for(&target);
                 self.send(target, Message::Ping { seq: mine, updates });
             }
             Message::Gossip { updates } => self.apply_all(updates, now),
@@ -338,6 +361,7 @@ impl<M: Clone + PartialEq> Swim<M> {
             if u.liveness != Liveness::Alive && u.incarnation >= self.incarnation {
                 self.incarnation = u.incarnation + 1;
                 self.stats.refutations += 1;
+                self.health.missed();
                 let me = self.my_update(Liveness::Alive);
                 self.enqueue(me);
             }
@@ -416,7 +440,7 @@ impl<M: Clone + PartialEq> Swim<M> {
         let seq = self.next_seq();
         self.stats.probes += 1;
         self.probe = Some(Probe { target: target.clone(), seq, started: now, acked: false, indirect_sent: false, connecting: false });
-        let updates = self.piggyback();
+        let updates = self.updates_for(&target);
         self.send(target, Message::Ping { seq, updates });
     }
 
@@ -438,7 +462,7 @@ impl<M: Clone + PartialEq> Swim<M> {
             self.stats.indirect_probes += 1;
         }
         for h in helpers {
-            let updates = self.piggyback();
+            let updates = self.updates_for(&h);
             self.send(h, Message::PingReq { seq, target: target.clone(), updates });
         }
     }
@@ -448,7 +472,7 @@ impl<M: Clone + PartialEq> Swim<M> {
             return;
         }
         for to in self.random_successors(self.cfg.gossip_fanout, None) {
-            let updates = self.piggyback();
+            let updates = self.updates_for(&to);
             if updates.is_empty() {
                 break;
             }
@@ -464,14 +488,33 @@ impl<M: Clone + PartialEq> Swim<M> {
         out
     }
 
-    fn enqueue(&mut self, u: Update<M>) {
-        self.broadcasts.push(u);
+    /// Pending updates for one more message to `to`, and what this node
+    /// believes of `to` when that is suspect or dead: a member wrongly held
+    /// so refutes at once — a suspect may hear of its suspicion only when it
+    /// is nearly over, and gossip skips the dead (Lifeguard's buddy system).
+    fn updates_for(&mut self, to: &NodeId) -> Vec<Update<M>> {
+        let mut updates = self.piggyback();
+        if let Some(m) = self.members.get(to).filter(|m| m.liveness != Liveness::Alive) {
+            if !updates.iter().any(|u| &u.node == to) {
+                updates.push(Update { node: to.clone(), incarnation: m.incarnation, liveness: m.liveness, meta: m.meta.clone() });
+            }
+        }
+        updates
     }
 
-    /// Anti-entropy is due `sync_interval × max(1, N / 128)` after the last.
-    fn next_sync(&self) -> Millis {
-        let n = self.members.len() as u64 + 1;
-        self.last_sync + self.cfg.sync_interval * (n / 128).max(1)
+    /// The protocol period, stretched by this node's local health.
+    fn period(&self) -> Millis {
+        self.health.scale(self.cfg.protocol_period)
+    }
+
+    /// How far this node's local health stretches its period and probe
+    /// timeout now: 0 (healthy) to `max_local_health`.
+    pub fn local_health(&self) -> u32 {
+        self.health.score()
+    }
+
+    fn enqueue(&mut self, u: Update<M>) {
+        self.broadcasts.push(u);
     }
 
     fn send(&mut self, to: NodeId, msg: Message<M>) {
@@ -481,50 +524,6 @@ impl<M: Clone + PartialEq> Swim<M> {
 
     fn my_update(&self, liveness: Liveness) -> Update<M> {
         Update { node: self.me.clone(), incarnation: self.incarnation, liveness, meta: self.meta.clone() }
-    }
-
-    /// This node and its members, in id order: the receiver applies them in
-    /// that order and draws a random probe position for each newcomer, so a
-    /// hash map's per-process order would make seeded runs differ.
-    fn full_list(&self) -> Vec<Update<M>> {
-        let mut members: Vec<(&NodeId, &Member<M>)> = self.members.iter().collect();
-        members.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        let mut v = vec![self.my_update(Liveness::Alive)];
-        v.extend(members.into_iter().map(|(n, m)| Update { node: n.clone(), incarnation: m.incarnation, liveness: m.liveness, meta: m.meta.clone() }));
-        v
-    }
-
-    fn reachable(&mut self) -> &[NodeId] {
-        if self.reachable_dirty {
-            self.reachable = self.members.iter().filter(|(_, m)| m.liveness != Liveness::Dead).map(|(n, _)| n.clone()).collect();
-            self.reachable.sort_unstable();
-            self.successors = monitors::ring_successors(&self.me, &self.reachable, self.cfg.monitors);
-            self.reachable_dirty = false;
-        }
-        &self.reachable
-    }
-
-    /// Up to `count` distinct random reachable members, never `except`.
-    fn random_reachable(&mut self, count: usize, except: Option<&NodeId>) -> Vec<NodeId> {
-        self.reachable();
-        pick(&mut self.rng, &self.reachable, count, except)
-    }
-
-    /// Up to `count` distinct random ring successors, never `except`.
-    fn random_successors(&mut self, count: usize, except: Option<&NodeId>) -> Vec<NodeId> {
-        self.reachable();
-        pick(&mut self.rng, &self.successors, count, except)
-    }
-
-    fn suspicion_timeout(&self) -> Millis {
-        let n = (self.members.len() + 1) as f64;
-        let scaled = (self.cfg.suspicion_mult as f64 * n.log10().max(1.0) * self.cfg.protocol_period as f64) as Millis;
-        scaled.max(self.cfg.min_suspicion)
-    }
-
-    fn retransmit_limit(&self) -> u32 {
-        let n = (self.members.len() + 2) as f64;
-        self.cfg.retransmit_mult * (n.log10().ceil() as u32).max(1)
     }
 
     fn next_seq(&mut self) -> u64 {

@@ -30,7 +30,7 @@ impl Inner {
             .filter(|(_, p)| p.reachable(m))
             .filter_map(|(id, p)| {
                 let h = p.hello.as_ref()?;
-                (h.role == Role::Storage).then(|| NodeInfo { id: NodeId::from(id.to_base58()), domain: Arc::from(h.domain.as_str()), free_bytes: h.free_bytes })
+                (h.role == Role::Storage).then(|| NodeInfo { id: p.node_id.get_or_init(|| NodeId::from(id.to_base58())).clone(), domain: Arc::from(h.domain.as_str()), free_bytes: h.free_bytes })
             })
             .collect();
         if self.cfg.role == Role::Storage && self.cfg.include_self {

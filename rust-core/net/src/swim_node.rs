@@ -25,7 +25,7 @@ use fragstate_core::placement::{self, NodeInfo, PlacementPolicy};
 use fragstate_core::swim::{Event, Swim};
 
 use crate::membership::{exchange_hello, violation_or_log};
-use crate::state::{lock, Cmd, Inner, SwimInput};
+use crate::state::{lock, Inner, SwimInput};
 use crate::swim_wire::{self, NodeMeta, SwimMessage, MAX_ADDRS, SWIM_PROTOCOL};
 use crate::wire::{Hello, Role, PROTOCOL_VERSION};
 
@@ -288,11 +288,14 @@ fn apply(inner: &Arc<Inner>, ev: Event<NodeMeta>, incompatible: &mut HashSet<Nod
                 p.left_at = Some(Instant::now());
                 was
             };
+            // Its connections stay: a live member declared dead refutes over
+            // them, and they close when idle or their pings fail. Closing them
+            // here made every false suspicion on a loaded host cost two
+            // handshakes more, which fed the next suspicions (NETWORK.md).
             lock(&inner.pool).remove(&peer);
             if was_member {
                 tracing::info!(%peer, reason = "declared dead or left (SWIM)", "peer left");
                 inner.membership.notify_waiters();
-                let _ = inner.cmd.send(Cmd::Disconnect(peer));
             }
         }
     }

@@ -111,8 +111,19 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
         }
     }
     let client_node = start(mode, transport, &key, Role::Client, "client", &seed.listen_addrs()).await?;
-    let formed_client = until(timeout, "the client to see every storage node", || client_node.live_nodes().len() == a.nodes).await?;
-    let formed_all = formed_client + until(timeout, "every node to see every storage node", || nodes.iter().all(|n| n.live_nodes().len() == a.nodes)).await?;
+    let formed_client = until(timeout, "the client to see every storage node", || {
+        let seen = client_node.live_nodes().len();
+        (seen == a.nodes, format!("the client sees {seen} of {} storage nodes", a.nodes))
+    })
+    .await?;
+    let formed_all = formed_client
+        + until(timeout, "every node to see every storage node", || {
+            let seen: Vec<usize> = nodes.iter().map(|n| n.live_nodes().len()).collect();
+            let complete = seen.iter().filter(|&&s| s == a.nodes).count();
+            let fewest = seen.iter().min().copied().unwrap_or(0);
+            (complete == nodes.len(), format!("{complete} of {} nodes see every storage node; the fewest seen by one: {fewest}", nodes.len()))
+        })
+        .await?;
     eprintln!("{name}, {} nodes: the client sees all after {formed_client:.1?}, every node after {formed_all:.1?}; settling {} s", a.nodes, a.settle);
     tokio::time::sleep(Duration::from_secs_f64(a.settle)).await;
 
@@ -214,17 +225,29 @@ async fn start(mode: fragstate_net::Membership, transport: SwarmTransport, key: 
     NetNode::start(cfg).await
 }
 
-/// Polls `done` every 50 ms; the time it took, or an error after `timeout`.
-async fn until(timeout: Duration, what: &str, done: impl Fn() -> bool) -> Result<Duration> {
+/// Polls `check` (done?, progress) every 50 ms and prints its progress every
+/// 10 s; the time it took, or an error naming the last progress after `timeout`.
+async fn until(timeout: Duration, what: &str, check: impl Fn() -> (bool, String)) -> Result<Duration> {
     let t = Instant::now();
-    while !done() {
+    let mut reported = t;
+    loop {
+        let (done, progress) = check();
+        if done {
+            return Ok(t.elapsed());
+        }
         if t.elapsed() > timeout {
-            return Err(Error::invalid("timeout", timeout.as_secs(), format!("enough for {what}; it did not happen")));
+            return Err(Error::Usage { component: "bench swarm", reason: format!("waited --timeout {} s for {what}; it did not happen (last: {progress})", timeout.as_secs()) });
+        }
+        if reported.elapsed() >= PROGRESS_EVERY {
+            reported = Instant::now();
+            eprintln!("  {:.0} s: {progress}", t.elapsed().as_secs_f64());
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    Ok(t.elapsed())
 }
+
+/// How often a long wait prints where it stands.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 /// User plus system CPU seconds of this process (/proc/self/stat; 0 elsewhere).
 fn cpu_seconds() -> f64 {

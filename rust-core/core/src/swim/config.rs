@@ -28,6 +28,9 @@ pub struct SwimConfig {
     /// but every node talks to the same ~2 × `monitors` peers, so connections
     /// stay open instead of a new one (a Noise handshake) per probe.
     pub monitors: usize,
+    /// The most a node's local health (`swim/health.rs`) stretches its
+    /// probe period and timeout: up to `1 + max_local_health` times (0: off).
+    pub max_local_health: u32,
     /// Updates carried by one message at most.
     pub max_piggyback: usize,
     /// Full-list exchange with a random member, every this × max(1, N / 128).
@@ -53,6 +56,8 @@ impl Default for SwimConfig {
             retransmit_mult: 6,
             gossip_fanout: 3,
             monitors: 8,
+            // Lifeguard's default.
+            max_local_health: 8,
             max_piggyback: 32,
             sync_interval: 30_000,
             dead_retention: 60_000,

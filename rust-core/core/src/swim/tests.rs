@@ -278,3 +278,44 @@ fn a_probe_waiting_for_its_connection_suspects_nobody_until_its_ping_left() {
     a.tick(sent + cfg.protocol_period);
     assert_eq!(a.members().find(|(n, _)| **n == id(1)).unwrap().1.liveness, Liveness::Suspect);
 }
+
+#[test]
+fn a_suspect_hears_of_its_suspicion_in_the_next_ping_to_it_even_when_news_fills_the_piggyback() {
+    let cfg = SwimConfig::default();
+    let mut a = Swim::new(id(0), 0u32, 1, cfg.clone(), 0, 7);
+    let mut b = Swim::new(id(99), 99u32, 1, cfg.clone(), 0, 8);
+    // More news than a message carries, least-sent first in id order: b's suspicion ("n99") last.
+    let mut news: Vec<Update<u32>> = (1..2 + 2 * cfg.max_piggyback).map(|i| Update { node: id(i), incarnation: 1, liveness: Liveness::Alive, meta: i as u32 }).collect();
+    news.push(Update { node: id(99), incarnation: 1, liveness: Liveness::Suspect, meta: 99 });
+    a.handle(0, id(1), Message::Gossip { updates: news });
+    a.probe_next(&id(99));
+    a.tick(0);
+    let ping = std::iter::from_fn(|| a.poll_send()).find_map(|(to, m)| matches!(m, Message::Ping { .. } if to == id(99)).then_some(m));
+    let Some(Message::Ping { seq, updates }) = ping else { panic!("no probe of node 99") };
+    assert!(updates.len() > cfg.max_piggyback, "its suspicion rides on top of a full piggyback");
+    assert!(updates.iter().any(|u| u.node == id(99) && u.liveness == Liveness::Suspect));
+    b.handle(1, id(0), Message::Ping { seq, updates });
+    assert_eq!(b.stats().refutations, 1, "the suspect refutes at once");
+    assert_eq!(b.local_health(), 1, "being suspected counts against its own health");
+}
+
+#[test]
+fn a_node_cut_off_from_everyone_probes_less_often_and_recovers_its_health_when_its_links_return() {
+    let mut net = Net::joined(6);
+    net.run(2_000);
+    assert_eq!(net.nodes[0].local_health(), 0);
+    for j in 1..6 {
+        net.cut.insert((0, j));
+    }
+    let probes = net.nodes[0].stats().probes;
+    net.run(1_600);
+    // Periods of 200, 400, 600, … ms instead of eight of 200 ms.
+    let probed = net.nodes[0].stats().probes - probes;
+    assert!(probed <= 5, "{probed} probes in 1.6 s while nothing answered");
+    assert!(net.nodes[0].local_health() >= 2, "health {}", net.nodes[0].local_health());
+    net.cut.clear();
+    net.run(6_000);
+    assert!(net.downs_of(0).is_empty(), "node 0 refuted its suspicion before it expired");
+    assert_eq!(net.nodes[0].local_health(), 0);
+    assert_eq!(net.nodes[0].live_count(), 5);
+}

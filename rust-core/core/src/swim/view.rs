@@ -1,0 +1,58 @@
+//! What a node derives from its member table: who is reachable, its ring
+//! successors, random picks among them, and the timings that grow with N.
+
+use super::monitors::{self, pick};
+use super::{Liveness, Member, Millis, Swim, Update};
+use crate::ids::NodeId;
+
+impl<M: Clone + PartialEq> Swim<M> {
+    /// Anti-entropy is due `sync_interval × max(1, N / 128)` after the last.
+    pub(super) fn next_sync(&self) -> Millis {
+        let n = self.members.len() as u64 + 1;
+        self.last_sync + self.cfg.sync_interval * (n / 128).max(1)
+    }
+
+    /// This node and its members, in id order: the receiver applies them in
+    /// that order and draws a random probe position for each newcomer, so a
+    /// hash map's per-process order would make seeded runs differ.
+    pub(super) fn full_list(&self) -> Vec<Update<M>> {
+        let mut members: Vec<(&NodeId, &Member<M>)> = self.members.iter().collect();
+        members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut v = vec![self.my_update(Liveness::Alive)];
+        v.extend(members.into_iter().map(|(n, m)| Update { node: n.clone(), incarnation: m.incarnation, liveness: m.liveness, meta: m.meta.clone() }));
+        v
+    }
+
+    pub(super) fn reachable(&mut self) -> &[NodeId] {
+        if self.reachable_dirty {
+            self.reachable = self.members.iter().filter(|(_, m)| m.liveness != Liveness::Dead).map(|(n, _)| n.clone()).collect();
+            self.reachable.sort_unstable();
+            self.successors = monitors::ring_successors(&self.me, &self.reachable, self.cfg.monitors);
+            self.reachable_dirty = false;
+        }
+        &self.reachable
+    }
+
+    /// Up to `count` distinct random reachable members, never `except`.
+    pub(super) fn random_reachable(&mut self, count: usize, except: Option<&NodeId>) -> Vec<NodeId> {
+        self.reachable();
+        pick(&mut self.rng, &self.reachable, count, except)
+    }
+
+    /// Up to `count` distinct random ring successors, never `except`.
+    pub(super) fn random_successors(&mut self, count: usize, except: Option<&NodeId>) -> Vec<NodeId> {
+        self.reachable();
+        pick(&mut self.rng, &self.successors, count, except)
+    }
+
+    pub(super) fn suspicion_timeout(&self) -> Millis {
+        let n = (self.members.len() + 1) as f64;
+        let scaled = (self.cfg.suspicion_mult as f64 * n.log10().max(1.0) * self.cfg.protocol_period as f64) as Millis;
+        scaled.max(self.cfg.min_suspicion)
+    }
+
+    pub(super) fn retransmit_limit(&self) -> u32 {
+        let n = (self.members.len() + 2) as f64;
+        self.cfg.retransmit_mult * (n.log10().ceil() as u32).max(1)
+    }
+}

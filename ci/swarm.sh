@@ -17,7 +17,8 @@
 #                                                 # libp2p's memory transport (no file per connection);
 #                                                 # a mesh of 32 in one process does not form on 2 cores;
 #                                                 # --join-rate: nodes started per second (default: back
-#                                                 # to back) (NETWORK.md "Swarm runs")
+#                                                 # to back); --timeout: seconds a run may take to form
+#                                                 # (default 300) (NETWORK.md "Swarm runs")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=lib/common.sh

@@ -219,13 +219,13 @@ IN_PROCESS_COLUMNS = [
 ]
 
 
-def run_in_process(binary, mode, n, settle, idle, objects, size, strict, transport="tcp", join_rate=0.0):
+def run_in_process(binary, mode, n, settle, idle, objects, size, strict, transport="tcp", join_rate=0.0, timeout=300):
     """One `fragstate bench swarm` run; its JSON row. With `strict`, a run whose stopped node some
     node never found dead, or whose steady-state restores needed more than k + m lookup requests,
     fails (the bytes read back are compared by the run itself)."""
     cmd = [binary, "bench", "swarm", "--membership", mode, "--nodes", str(n), "--settle", str(settle),
            "--idle", str(idle), "--objects", str(objects), "--size", size, "--transport", transport,
-           "--join-rate", str(join_rate)]
+           "--join-rate", str(join_rate), "--timeout", str(timeout)]
     log(" ".join(cmd))
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None, text=True)
     if p.returncode != 0:
@@ -308,6 +308,8 @@ def main():
     ap.add_argument("--transports", default="tcp", help="--in-process: tcp, memory or both (tcp,memory)")
     ap.add_argument("--tcp-max", type=int, default=500,
                     help="--in-process: largest TCP run (both ends of each connection hold a file in the one process)")
+    ap.add_argument("--timeout", type=int, default=300,
+                    help="--in-process: seconds a run waits for its cluster to form (1,000 nodes in one process need minutes)")
     a = ap.parse_args()
     sizes = [int(x) for x in a.nodes.split(",")]
     if any(n < 7 for n in sizes):
@@ -330,7 +332,7 @@ def main():
                 try:
                     if a.in_process:
                         rows.append(run_in_process(a.bin, mode, n, a.settle, a.idle, a.objects, a.size, a.strict, transport,
-                                                    a.join_rate))
+                                                    a.join_rate, a.timeout))
                     else:
                         rows.append(run_one(a.bin, mode, n, a.settle, a.idle))
                 except RunFailed as e:

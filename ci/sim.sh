@@ -5,6 +5,7 @@
 #
 #   ci/sim.sh                                   # 50..1000 nodes, 100,000 objects, RS(4,2), 5 % churn; SWIM
 #   ci/sim.sh --measure membership --loss 0.01  # SWIM only, 1 % of the messages lost
+#   ci/sim.sh --measure membership --stops 5    # failure detection over 5 nodes stopped in turn
 #   ci/sim.sh --nodes 50,100 --objects 20000    # the quick variant CI runs
 #   ci/sim.sh --drift 0.3                       # writer and reader weigh nodes by free capacities 30 % apart
 #   ci/sim.sh --out DIR ...                     # default: target/sim/<time>; every other option: fragstate-sim --help

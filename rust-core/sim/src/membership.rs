@@ -10,10 +10,12 @@
 //! wire), and the distinct peers each node talked to in each second (the
 //! connections it would hold if they closed after 1 s unused). Then the last
 //! node joins the settled cluster and the time until each other node knows
-//! it is recorded; then one node stops answering (a `kill -9` whose
-//! connections stay silent, or a frozen process: the worst case, no TCP
-//! reset) and the time at which each other node declares it dead is
-//! recorded. Any live node declared dead meanwhile is a false positive.
+//! it is recorded; then `stops` nodes, one after another and 30 s apart,
+//! stop answering (a `kill -9` whose connections stay silent, or a frozen
+//! process: the worst case, no TCP reset) and the time at which each other
+//! node declares each dead is recorded — pooled, since one stop is one draw
+//! of when its ring predecessors' probes come round. Any live node declared
+//! dead meanwhile is a false positive.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -52,11 +54,15 @@ pub struct MembershipRun {
     /// second for every node) — the connections it holds if they close after 1 s unused.
     pub idle_peers_per_s_p99: usize,
     pub idle_peers_per_s_max: usize,
-    /// After the stop: when the others declared it dead (ms after the stop).
+    /// Nodes stopped, one after another.
+    pub stops: usize,
+    /// After each stop: when the others declared it dead (ms after the stop), over all stops.
     pub dead_p50_ms: Option<Millis>,
     pub dead_p99_ms: Option<Millis>,
     pub dead_max_ms: Option<Millis>,
-    /// Share of the other nodes that declared it dead within 30 s.
+    /// The largest of the stops' own p99s.
+    pub dead_p99_worst_stop_ms: Option<Millis>,
+    /// Share of the other nodes that declared a stopped node dead within 30 s, over all stops.
     pub dead_share: f64,
     /// Live nodes declared dead by some node after convergence.
     pub false_downs: usize,
@@ -194,7 +200,8 @@ impl World {
 }
 
 /// One run at `n` nodes with message `loss` (module docs).
-pub fn run(n: usize, cfg: &SwimConfig, loss: f64, seed: u64) -> MembershipRun {
+pub fn run(n: usize, cfg: &SwimConfig, loss: f64, seed: u64, stops: usize) -> MembershipRun {
+    assert!(stops >= 1 && stops + 2 < n, "1 ≤ stops < n - 2 (the seed and the joiner stay)");
     let ids: Vec<NodeId> = (0..n).map(node_id).collect();
     let index = ids.iter().cloned().enumerate().map(|(i, id)| (id, i)).collect();
     let mut w = World {
@@ -265,12 +272,26 @@ pub fn run(n: usize, cfg: &SwimConfig, loss: f64, seed: u64) -> MembershipRun {
     ups.sort_unstable();
     let all_knew = ups.len() + 1 >= n;
     let false_suspicions = raised(&w) - suspicions_before;
-    let victim = n / 2;
-    w.stopped[victim] = true;
-    let stopped_at = now;
-    w.run_until(now + 30_000);
-    let mut times: Vec<Millis> = w.downs[downs_before..].iter().filter(|(_, of)| *of == victim).map(|(t, _)| t - stopped_at).collect();
+    // Victims spread over the ids, never the seed (0) or the joiner (n - 1).
+    let victims: Vec<usize> = (1..=stops).map(|j| j * (n - 1) / (stops + 1)).collect();
+    let (mut times, mut observers, mut worst_p99) = (Vec::new(), 0, None);
+    for (j, &victim) in victims.iter().enumerate() {
+        w.stopped[victim] = true;
+        let stopped_at = now;
+        now += 30_000;
+        w.run_until(now);
+        let mut these: Vec<Millis> = w.downs[downs_before..].iter().filter(|(t, of)| *of == victim && *t >= stopped_at).map(|(t, _)| t - stopped_at).collect();
+        these.sort_unstable();
+        // Every node but the stopped ones observes.
+        let watching = n - 1 - j;
+        if these.len() >= watching {
+            worst_p99 = worst_p99.max(percentile(&these, 99));
+        }
+        observers += watching;
+        times.extend(these);
+    }
     times.sort_unstable();
+    let everyone_saw = times.len() >= observers;
     MembershipRun {
         nodes: n,
         loss,
@@ -282,11 +303,13 @@ pub fn run(n: usize, cfg: &SwimConfig, loss: f64, seed: u64) -> MembershipRun {
         idle_bytes_per_node_s: w.bytes as f64 / (n - 1) as f64 / (idle_window as f64 / 1000.0),
         idle_peers_per_s_p99: percentile(&peer_counts, 99).unwrap_or(0),
         idle_peers_per_s_max: peer_counts.last().copied().unwrap_or(0),
+        stops,
         dead_p50_ms: percentile(&times, 50),
-        dead_p99_ms: if times.len() + 1 >= n { percentile(&times, 99) } else { None },
-        dead_max_ms: if times.len() + 1 >= n { times.last().copied() } else { None },
-        dead_share: times.len() as f64 / (n - 1) as f64,
-        false_downs: w.downs[downs_before..].iter().filter(|(_, of)| *of != victim).count(),
+        dead_p99_ms: if everyone_saw { percentile(&times, 99) } else { None },
+        dead_max_ms: if everyone_saw { times.last().copied() } else { None },
+        dead_p99_worst_stop_ms: if everyone_saw { worst_p99 } else { None },
+        dead_share: times.len() as f64 / observers as f64,
+        false_downs: w.downs[downs_before..].iter().filter(|(_, of)| !victims.contains(of)).count(),
         false_suspicions,
     }
 }
@@ -302,11 +325,12 @@ mod tests {
 
     #[test]
     fn a_small_cluster_converges_and_finds_a_stopped_node_dead_everywhere() {
-        let r = run(40, &SwimConfig::default(), 0.0, 1);
+        let r = run(40, &SwimConfig::default(), 0.0, 1, 3);
         assert!(r.converge_ms.is_some_and(|t| t < 10_000), "{r:?}");
         assert!(r.join_max_ms.is_some_and(|t| t < 5_000), "{r:?}");
         assert_eq!(r.dead_share, 1.0, "{r:?}");
         assert!(r.dead_max_ms.is_some_and(|t| t < 5_000), "{r:?}");
+        assert!(r.dead_p99_worst_stop_ms.is_some_and(|t| t <= r.dead_max_ms.unwrap()), "{r:?}");
         assert_eq!(r.false_downs, 0);
         // one ping and one ack per node and 200 ms period, plus rare syncs
         assert!((9.0..12.0).contains(&r.idle_messages_per_node_s), "{r:?}");

@@ -254,7 +254,7 @@ impl<M: Clone + PartialEq> Swim<M> {
             t = t.min(self.next_gossip);
         }
         if let Some(p) = self.probe.as_ref().filter(|p| !p.acked && !p.indirect_sent && !p.connecting) {
-            t = t.min(p.started + self.health.scale(self.cfg.probe_timeout));
+            t = t.min(p.started + self.probe_timeout());
         }
         let timeout = self.suspicion_timeout();
         for s in &self.suspects {
@@ -267,7 +267,7 @@ impl<M: Clone + PartialEq> Swim<M> {
 
     /// Run the timers due at `now`.
     pub fn tick(&mut self, now: Millis) {
-        let probe_timeout = self.health.scale(self.cfg.probe_timeout);
+        let probe_timeout = self.probe_timeout();
         let due = self.probe.as_ref().is_some_and(|p| !p.acked && !p.indirect_sent && !p.connecting && now >= p.started + probe_timeout);
         if due {
             self.probe_indirectly();
@@ -500,11 +500,6 @@ impl<M: Clone + PartialEq> Swim<M> {
             }
         }
         updates
-    }
-
-    /// The protocol period, stretched by this node's local health.
-    fn period(&self) -> Millis {
-        self.health.scale(self.cfg.protocol_period)
     }
 
     /// How far this node's local health stretches its period and probe

@@ -122,8 +122,8 @@ pub(crate) struct Peer {
     pub(crate) connections_closed: u64,
     /// Its id as the core names nodes (its peer id in base58), encoded once:
     /// [`Inner::live`] runs for every placement and lookup, and base58 is a
-    /// long division per id (a tenth of a 200-node process's CPU when it was
-    /// encoded per call).
+    /// long division per id (15 % of a 200-node bench process's CPU when it
+    /// was encoded per call).
     pub(crate) node_id: std::cell::OnceCell<NodeId>,
 }
 

@@ -12,7 +12,7 @@ use super::Millis;
 /// A node's health score: 0 when healthy, at most `max` when it misses
 /// everything; each probe period and probe timeout lasts `1 + score` times
 /// its configured length.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct LocalHealth {
     score: u32,
     max: u32,

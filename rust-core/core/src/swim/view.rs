@@ -1,5 +1,6 @@
 //! What a node derives from its member table: who is reachable, its ring
-//! successors, random picks among them, and the timings that grow with N.
+//! successors, random picks among them, and the timings that grow with N or
+//! stretch with its local health.
 
 use super::monitors::{self, pick};
 use super::{Liveness, Member, Millis, Swim, Update};
@@ -43,6 +44,16 @@ impl<M: Clone + PartialEq> Swim<M> {
     pub(super) fn random_successors(&mut self, count: usize, except: Option<&NodeId>) -> Vec<NodeId> {
         self.reachable();
         pick(&mut self.rng, &self.successors, count, except)
+    }
+
+    /// The protocol period, stretched by this node's local health.
+    pub(super) fn period(&self) -> Millis {
+        self.health.scale(self.cfg.protocol_period)
+    }
+
+    /// The probe timeout, stretched by this node's local health.
+    pub(super) fn probe_timeout(&self) -> Millis {
+        self.health.scale(self.cfg.probe_timeout)
     }
 
     pub(super) fn suspicion_timeout(&self) -> Millis {

@@ -210,9 +210,15 @@ impl<M: Clone + PartialEq> Swim<M> {
     /// handshake on a busy host takes longer than `probe_timeout`, and a
     /// member must not be suspected for this node's own dial. The probe's
     /// timers start at [`Swim::sent`] (at the latest `CONNECT_PERIODS` periods on).
-    pub fn connecting(&mut self, seq: u64) {
-        if let Some(p) = self.probe.as_mut().filter(|p| p.seq == seq && !p.acked) {
-            p.connecting = true;
+    /// Whether `seq` is this node's probe (a ping with another `seq` is sent
+    /// for another node's indirect probe).
+    pub fn connecting(&mut self, seq: u64) -> bool {
+        match self.probe.as_mut().filter(|p| p.seq == seq && !p.acked) {
+            Some(p) => {
+                p.connecting = true;
+                true
+            }
+            None => false,
         }
     }
 

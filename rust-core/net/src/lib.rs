@@ -45,7 +45,7 @@ pub mod wire;
 
 pub use config::{hostname, Membership, NetConfig, FRAG_PROTOCOL, SWIM_IDLE_CONNECTION_TIMEOUT, SWIM_PING_INTERVAL};
 pub use node::NetNode;
-pub use state::Traffic;
+pub use state::{DialCause, Traffic};
 pub use peer_limit::{FRAME_BYTES_PER_PEER, MAX_FRAME_BYTES, MAX_STREAMS, STREAMS_PER_PEER, UPLOADS_PER_PEER};
 pub use pending_limit::MAX_PENDING_INCOMING_PER_ADDRESS;
 pub use swarm::{MAX_ESTABLISHED, MAX_ESTABLISHED_PER_PEER, MAX_PENDING_INCOMING};

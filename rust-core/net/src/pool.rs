@@ -2,6 +2,7 @@
 //! peer, one request/response with timeouts, retried on a new stream when
 //! a stream broke before its answer.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use libp2p::{PeerId, Stream};
@@ -11,7 +12,7 @@ use fragstate_core::error::{Error, Result};
 use fragstate_core::ids::NodeId;
 
 use crate::config::{Membership, FRAG_PROTOCOL};
-use crate::state::{lock, Cmd, Inner};
+use crate::state::{lock, Cmd, DialCause, Inner};
 use crate::wire::{self, Expect, Frame, Kind, WireError};
 
 pub(crate) fn node_fault(node: &NodeId, e: impl std::fmt::Display) -> Error {
@@ -42,7 +43,7 @@ impl Inner {
         let mut control = self.control.clone();
         let node = NodeId::from(peer.to_base58());
         if self.cfg.membership == Membership::Swim {
-            self.connect(peer, self.cfg.request_timeout).await.map_err(|e| node_fault(&node, e))?;
+            self.connect(peer, self.cfg.request_timeout, DialCause::Request).await.map_err(|e| node_fault(&node, e))?;
         }
         match tokio::time::timeout(self.cfg.request_timeout, control.open_stream(peer, FRAG_PROTOCOL)).await {
             Ok(Ok(s)) => Ok(s),
@@ -60,11 +61,19 @@ impl Inner {
     /// ([`Membership::Swim`] opens connections on demand). libp2p-stream
     /// would dial by itself, but without addresses of its own and with room
     /// for one dial request at a time: a burst of streams to unconnected
-    /// peers lost dials and waited out the timeout.
-    pub(crate) async fn connect(&self, peer: PeerId, timeout: Duration) -> std::result::Result<(), String> {
-        if self.connected(&peer) {
-            return Ok(());
+    /// peers lost dials and waited out the timeout. `cause` is counted
+    /// ([`Traffic::dials`](crate::Traffic)) when a dial is needed.
+    pub(crate) async fn connect(&self, peer: PeerId, timeout: Duration, cause: DialCause) -> std::result::Result<(), String> {
+        {
+            let mut peers = lock(&self.peers);
+            let p = peers.entry(peer).or_default();
+            p.last_used = Some(Instant::now());
+            if p.connections > 0 {
+                return Ok(());
+            }
         }
+        self.counters.dials[cause as usize].fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(me = %self.peer_id, %peer, cause = cause.name(), "dialling");
         let (done, answer) = oneshot::channel();
         let stopping = || "the node is stopping".to_string();
         self.cmd.send(Cmd::Dial { peer, done }).map_err(|_| stopping())?;
@@ -77,16 +86,20 @@ impl Inner {
 
     /// A pooled stream to `peer` (and whether it was reused) or a new one.
     pub(crate) async fn take_stream(&self, peer: PeerId) -> Result<(Stream, bool)> {
-        {
+        let pooled = {
             let mut pool = lock(&self.pool);
-            if let Some(v) = pool.get_mut(&peer) {
-                while let Some((s, since)) = v.pop() {
-                    // The server closes streams idle for long; don't reuse old ones.
-                    if since.elapsed() < Duration::from_secs(20) {
-                        return Ok((s, true));
-                    }
-                }
+            let v = pool.get_mut(&peer).map(std::mem::take).unwrap_or_default();
+            // The server closes streams idle for long; don't reuse old ones.
+            let mut fresh: Vec<_> = v.into_iter().filter(|(_, since)| since.elapsed() < Duration::from_secs(20)).collect();
+            let s = fresh.pop();
+            if !fresh.is_empty() {
+                pool.insert(peer, fresh);
             }
+            s
+        };
+        if let Some((s, _)) = pooled {
+            lock(&self.peers).entry(peer).or_default().last_used = Some(Instant::now());
+            return Ok((s, true));
         }
         Ok((self.open_stream(peer).await?, false))
     }

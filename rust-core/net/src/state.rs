@@ -39,6 +39,55 @@ pub struct Traffic {
     /// Membership messages sent (SWIM messages; hellos and their replies under the mesh) and their bytes.
     pub membership_messages_sent: u64,
     pub membership_bytes_sent: u64,
+    /// Connections this node asked for to peers it had no connection to, by
+    /// [`DialCause`] (indexed by `cause as usize`; asks at once to one peer share one dial).
+    pub dials: [u64; DialCause::ALL.len()],
+    /// Connections closed because they were idle, because they broke (an I/O
+    /// error: a reset, a peer gone), and by this node (failed pings, shutdown).
+    pub closed_idle: u64,
+    pub closed_broken: u64,
+    pub closed_here: u64,
+}
+
+/// Why a node dialled a peer it had no connection to (`Traffic::dials`):
+/// each connection costs both ends a Noise handshake, which at a few hundred
+/// nodes in one process is what saturates it (NETWORK.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DialCause {
+    /// A SWIM probe's ping.
+    Probe,
+    /// A ping sent for another node's indirect probe.
+    Relay,
+    /// A SWIM ack (to a prober whose connection closed meanwhile).
+    Ack,
+    /// A SWIM ping request (an indirect probe's helper).
+    PingReq,
+    /// SWIM gossip.
+    Gossip,
+    /// A SWIM full-list exchange (a join, the periodic sync).
+    Sync,
+    /// A new ring successor, connected ahead of its probes.
+    Successor,
+    /// A request on the data path (fragments, manifests, hellos).
+    Request,
+}
+
+impl DialCause {
+    pub const ALL: [DialCause; 8] = [Self::Probe, Self::Relay, Self::Ack, Self::PingReq, Self::Gossip, Self::Sync, Self::Successor, Self::Request];
+
+    /// Its name in figures (`bench swarm`'s JSON).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Probe => "probe",
+            Self::Relay => "relay",
+            Self::Ack => "ack",
+            Self::PingReq => "ping_req",
+            Self::Gossip => "gossip",
+            Self::Sync => "sync",
+            Self::Successor => "successor",
+            Self::Request => "request",
+        }
+    }
 }
 
 #[derive(Default)]
@@ -62,6 +111,11 @@ pub(crate) struct Counters {
     /// Membership messages sent (SWIM messages; hellos and their replies under the mesh) and their bytes.
     pub membership_messages_sent: AtomicU64,
     pub membership_bytes_sent: AtomicU64,
+    /// See [`Traffic`].
+    pub dials: [AtomicU64; DialCause::ALL.len()],
+    pub closed_idle: AtomicU64,
+    pub closed_broken: AtomicU64,
+    pub closed_here: AtomicU64,
 }
 
 pub(crate) struct Inner {
@@ -115,6 +169,11 @@ pub(crate) struct Peer {
     /// so a `kill -9`'d node drops out of this node's requests at once, as
     /// under the mesh, while the cluster takes SWIM's bound to agree.
     pub(crate) unreachable: bool,
+    /// When this node last asked for a connection to it or reused a pooled
+    /// stream to it ([`Inner::connect`]): a connection closed with an I/O
+    /// error after [`NetConfig::idle_connection_timeout`] unused was most
+    /// likely closed by the peer's own idle timeout, not broken.
+    pub(crate) last_used: Option<Instant>,
     /// Set when the last connection closed (mesh) or it was declared dead (swim).
     pub(crate) left_at: Option<Instant>,
     /// Connections to the peer that closed, for whatever reason (a second
@@ -187,6 +246,10 @@ impl Inner {
             connections_opened: c.connections_opened.load(Ordering::Relaxed),
             membership_messages_sent: c.membership_messages_sent.load(Ordering::Relaxed),
             membership_bytes_sent: c.membership_bytes_sent.load(Ordering::Relaxed),
+            dials: std::array::from_fn(|i| c.dials[i].load(Ordering::Relaxed)),
+            closed_idle: c.closed_idle.load(Ordering::Relaxed),
+            closed_broken: c.closed_broken.load(Ordering::Relaxed),
+            closed_here: c.closed_here.load(Ordering::Relaxed),
         }
     }
 

@@ -337,7 +337,7 @@ fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, pings: &mut Pi
             if let (true, Some(kad)) = (endpoint.is_dialer(), swarm.behaviour_mut().kad.as_mut()) {
                 kad.add_address(&peer_id, endpoint.get_remote_address().clone());
             }
-            tracing::debug!(%peer_id, "connection established");
+            tracing::debug!(me = %inner.peer_id, %peer_id, dialer = endpoint.is_dialer(), "connection established");
             if inner.cfg.membership == Membership::Mesh {
                 let inner = inner.clone();
                 tokio::spawn(async move { exchange_hello(&inner, peer_id, true).await });
@@ -346,13 +346,30 @@ fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, pings: &mut Pi
         SwarmEvent::ConnectionClosed { peer_id, connection_id, num_established, cause, .. } => {
             pings.closed(connection_id);
             lock(&inner.peers).entry(peer_id).or_default().connections_closed += 1;
+            let c = &inner.counters;
+            match &cause {
+                Some(libp2p::swarm::ConnectionError::KeepAliveTimeout) => &c.closed_idle,
+                Some(libp2p::swarm::ConnectionError::IO(_)) => &c.closed_broken,
+                None => &c.closed_here,
+            }
+            .fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(me = %inner.peer_id, %peer_id, ?cause, num_established, "connection closed");
             if num_established == 0 && inner.cfg.membership == Membership::Swim {
                 // Not a sign of death under SWIM (unused connections close), but an I/O
                 // error (a reset: `kill -9`) makes the peer unreachable here until SWIM's
-                // probe, asked for now, connects again.
-                lock(&inner.peers).entry(peer_id).or_default().connections = 0;
+                // probe, asked for now, connects again. The peer's own idle timeout
+                // closing an unused connection reads as an I/O error here too (yamux
+                // "connection is closed"): taken for a failure, it made this node probe
+                // and redial the peer, whose end closed it idle 5 s later, and so on —
+                // most of the connections a formed cluster opened (NETWORK.md).
+                let idle = {
+                    let mut peers = lock(&inner.peers);
+                    let p = peers.entry(peer_id).or_default();
+                    p.connections = 0;
+                    p.last_used.is_none_or(|t| t.elapsed() >= inner.cfg.idle_connection_timeout)
+                };
                 lock(&inner.pool).remove(&peer_id);
-                if matches!(cause, Some(libp2p::swarm::ConnectionError::IO(_))) {
+                if matches!(cause, Some(libp2p::swarm::ConnectionError::IO(_))) && !idle {
                     tracing::debug!(%peer_id, cause = ?cause, "connection broke");
                     inner.connection_failed(peer_id);
                 }

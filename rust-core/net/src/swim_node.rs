@@ -25,7 +25,7 @@ use fragstate_core::placement::{self, NodeInfo, PlacementPolicy};
 use fragstate_core::swim::{Event, Swim};
 
 use crate::membership::{exchange_hello, violation_or_log};
-use crate::state::{lock, Inner, SwimInput};
+use crate::state::{lock, DialCause, Inner, SwimInput};
 use crate::swim_wire::{self, NodeMeta, SwimMessage, MAX_ADDRS, SWIM_PROTOCOL};
 use crate::wire::{Hello, Role, PROTOCOL_VERSION};
 
@@ -165,7 +165,10 @@ pub(crate) async fn swim_task(inner: Arc<Inner>, mut inbox: mpsc::UnboundedRecei
         if let Some(done) = leaving.take() {
             let out: Vec<_> = std::iter::from_fn(|| swim.poll_send()).collect();
             let out = out.into_iter().filter_map(|(to, msg)| Some((to.as_str().parse::<PeerId>().ok()?, msg)));
-            let sent = futures::future::join_all(out.map(|(peer, msg)| send(&inner, peer, msg)));
+            let sent = futures::future::join_all(out.map(|(peer, msg)| {
+                let cause = dial_cause(&msg, false);
+                send(&inner, peer, msg, cause)
+            }));
             let _ = tokio::time::timeout(MESSAGE_TIMEOUT, sent).await;
             let _ = done.send(());
             break;
@@ -179,15 +182,13 @@ pub(crate) async fn swim_task(inner: Arc<Inner>, mut inbox: mpsc::UnboundedRecei
             };
             // A probe's ping that must connect first: its timers wait for the handshake.
             let connecting = match &msg {
-                SwimMessage::Ping { seq, .. } if !inner.connected(&peer) => Some(*seq),
+                SwimMessage::Ping { seq, .. } if !inner.connected(&peer) && swim.connecting(*seq) => Some(*seq),
                 _ => None,
             };
-            if let Some(seq) = connecting {
-                swim.connecting(seq);
-            }
+            let cause = dial_cause(&msg, connecting.is_some());
             let inner = inner.clone();
             tokio::spawn(async move {
-                send(&inner, peer, msg).await;
+                send(&inner, peer, msg, cause).await;
                 if let Some(seq) = connecting {
                     inner.to_swim(SwimInput::Sent(seq));
                 }
@@ -213,7 +214,7 @@ fn keep_connected(inner: &Arc<Inner>, now: &[NodeId], before: &mut Vec<NodeId>) 
         let Ok(peer) = node.as_str().parse::<PeerId>() else { continue };
         let inner = inner.clone();
         tokio::spawn(async move {
-            if let Err(e) = inner.connect(peer, MESSAGE_TIMEOUT).await {
+            if let Err(e) = inner.connect(peer, MESSAGE_TIMEOUT, DialCause::Successor).await {
                 tracing::debug!(%peer, error = %e, "ring successor not connected");
             }
         });
@@ -221,10 +222,22 @@ fn keep_connected(inner: &Arc<Inner>, now: &[NodeId], before: &mut Vec<NodeId>) 
     *before = now.to_vec();
 }
 
+/// What a dial to send `msg` is counted as (`probe`: it is this node's probe's ping).
+fn dial_cause(msg: &SwimMessage, probe: bool) -> DialCause {
+    match msg {
+        SwimMessage::Ping { .. } if probe => DialCause::Probe,
+        SwimMessage::Ping { .. } => DialCause::Relay,
+        SwimMessage::Ack { .. } => DialCause::Ack,
+        SwimMessage::PingReq { .. } => DialCause::PingReq,
+        SwimMessage::Gossip { .. } => DialCause::Gossip,
+        SwimMessage::Sync { .. } => DialCause::Sync,
+    }
+}
+
 /// Sends one message to `peer` over a new stream, connecting first if needed.
-async fn send(inner: &Arc<Inner>, peer: PeerId, msg: SwimMessage) {
+async fn send(inner: &Arc<Inner>, peer: PeerId, msg: SwimMessage, cause: DialCause) {
     let attempt = async {
-        inner.connect(peer, MESSAGE_TIMEOUT).await?;
+        inner.connect(peer, MESSAGE_TIMEOUT, cause).await?;
         let mut s = inner.control.clone().open_stream(peer, SWIM_PROTOCOL).await.map_err(|e| e.to_string())?;
         swim_wire::write_message(&mut s, &msg).await.map_err(|e| e.to_string())
     };

@@ -17,7 +17,7 @@ use fragstate_client::Client;
 use fragstate_core::sample::state_like;
 use fragstate_core::{Error, Result};
 use fragstate_net::key::{generate_cluster_key_text, parse_cluster_key};
-use fragstate_net::{NetConfig, NetNode, Role, Traffic, MAX_PENDING_INCOMING};
+use fragstate_net::{DialCause, NetConfig, NetNode, Role, Traffic, MAX_PENDING_INCOMING};
 use fragstate_store::FragmentStore;
 use libp2p::identity::Keypair;
 use libp2p::pnet::PreSharedKey;
@@ -113,7 +113,8 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     let client_node = start(mode, transport, &key, Role::Client, "client", &seed.listen_addrs()).await?;
     let formed_client = until(timeout, "the client to see every storage node", || {
         let seen = client_node.live_nodes().len();
-        (seen == a.nodes, format!("the client sees {seen} of {} storage nodes", a.nodes))
+        let churn = churn_line(&nodes.iter().map(|n| n.traffic()).collect::<Vec<_>>());
+        (seen == a.nodes, format!("the client sees {seen} of {} storage nodes; since the start: {churn}", a.nodes))
     })
     .await?;
     let formed_all = formed_client
@@ -121,7 +122,8 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
             let seen: Vec<usize> = nodes.iter().map(|n| n.live_nodes().len()).collect();
             let complete = seen.iter().filter(|&&s| s == a.nodes).count();
             let fewest = seen.iter().min().copied().unwrap_or(0);
-            (complete == nodes.len(), format!("{complete} of {} nodes see every storage node; the fewest seen by one: {fewest}", nodes.len()))
+            let churn = churn_line(&nodes.iter().map(|n| n.traffic()).collect::<Vec<_>>());
+            (complete == nodes.len(), format!("{complete} of {} nodes see every storage node; the fewest seen by one: {fewest}; since the start: {churn}", nodes.len()))
         })
         .await?;
     eprintln!("{name}, {} nodes: the client sees all after {formed_client:.1?}, every node after {formed_all:.1?}; settling {} s", a.nodes, a.settle);
@@ -141,6 +143,21 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     connected.sort_unstable();
     let cpu_all = (cpu1 - cpu0) / span;
     eprintln!("{name}, {} nodes: idle CPU {:.1} % of a core in all, {:.0} membership messages per node/s", a.nodes, 100.0 * cpu_all, per_node_rate(|t| t.membership_messages_sent));
+    eprintln!("{name}, {} nodes: since the start, {}", a.nodes, churn_line(&traffic1));
+    // Connections asked for per node and second while idle, by cause; and in all since the start.
+    let dials_idle: serde_json::Map<String, serde_json::Value> = DialCause::ALL
+        .iter()
+        .map(|c| {
+            let sum: u64 = traffic0.iter().zip(&traffic1).map(|(x, y)| y.dials[*c as usize] - x.dials[*c as usize]).sum();
+            (c.name().to_string(), json!((sum as f64 / span / population as f64 * 1e3).round() / 1e3))
+        })
+        .collect();
+    let dials_total: serde_json::Map<String, serde_json::Value> = DialCause::ALL.iter().map(|c| (c.name().to_string(), json!(traffic1.iter().map(|t| t.dials[*c as usize]).sum::<u64>()))).collect();
+    let closed_total = json!({
+        "idle": traffic1.iter().map(|t| t.closed_idle).sum::<u64>(),
+        "broken": traffic1.iter().map(|t| t.closed_broken).sum::<u64>(),
+        "here": traffic1.iter().map(|t| t.closed_here).sum::<u64>(),
+    });
 
     // Restores: every object written, then each read back once.
     let client = Client::new(Arc::new(client_node.clone()), fragstate_client::ClientConfig { params, ..client_node.client_config(false) })?;
@@ -195,6 +212,7 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
         "membership_msgs_per_node_s": round(per_node_rate(|t| t.membership_messages_sent), 2),
         "membership_bytes_per_node_s": round(per_node_rate(|t| t.membership_bytes_sent), 0),
         "connections_opened_per_node_s": round(per_node_rate(|t| t.connections_opened), 3),
+        "dials_per_node_s_idle": dials_idle, "dials_since_start": dials_total, "connections_closed_since_start": closed_total,
         "connected_peers_p50": percentile(&connected, 50), "connected_peers_p99": percentile(&connected, 99),
         "connected_peers_max": connected.last(), "rss_per_node_mib": round(rss_per_node / f64::from(1 << 20), 2),
         "restore_median_ms": round(restore_median, 1), "restore_p90_ms": round(percentile(&restore_ms, 90).unwrap_or(f64::NAN), 1),
@@ -244,6 +262,21 @@ async fn until(timeout: Duration, what: &str, check: impl Fn() -> (bool, String)
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Connections asked for by cause, and closed by cause, summed over `traffic`
+/// (what a run that does not form shows first: NETWORK.md, "Swarm runs").
+fn churn_line(traffic: &[Traffic]) -> String {
+    let sum = |f: &dyn Fn(&Traffic) -> u64| traffic.iter().map(f).sum::<u64>();
+    let dials: Vec<String> = DialCause::ALL.iter().map(|c| format!("{} {}", c.name(), sum(&|t| t.dials[*c as usize]))).collect();
+    format!(
+        "dials asked for: {}; connections opened {}, closed idle {}, broken {}, here {}",
+        dials.join(", "),
+        sum(&|t| t.connections_opened),
+        sum(&|t| t.closed_idle),
+        sum(&|t| t.closed_broken),
+        sum(&|t| t.closed_here)
+    )
 }
 
 /// How often a long wait prints where it stands.

@@ -111,19 +111,22 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
         }
     }
     let client_node = start(mode, transport, &key, Role::Client, "client", &seed.listen_addrs()).await?;
-    let formed_client = until(timeout, "the client to see every storage node", || {
+    // Every node's live view costs a vector of N: polled every N ms (at least 50), not every 50,
+    // and the progress line (every node's counters) only when it is printed.
+    let poll = Duration::from_millis((a.nodes as u64).max(50));
+    let churn = || churn_line(&nodes.iter().map(|n| n.traffic()).collect::<Vec<_>>());
+    let formed_client = until(timeout, poll, "the client to see every storage node", |report| {
         let seen = client_node.live_nodes().len();
-        let churn = churn_line(&nodes.iter().map(|n| n.traffic()).collect::<Vec<_>>());
-        (seen == a.nodes, format!("the client sees {seen} of {} storage nodes; since the start: {churn}", a.nodes))
+        (seen == a.nodes, if report { format!("the client sees {seen} of {} storage nodes; since the start: {}", a.nodes, churn()) } else { String::new() })
     })
     .await?;
     let formed_all = formed_client
-        + until(timeout, "every node to see every storage node", || {
+        + until(timeout, poll, "every node to see every storage node", |report| {
             let seen: Vec<usize> = nodes.iter().map(|n| n.live_nodes().len()).collect();
             let complete = seen.iter().filter(|&&s| s == a.nodes).count();
             let fewest = seen.iter().min().copied().unwrap_or(0);
-            let churn = churn_line(&nodes.iter().map(|n| n.traffic()).collect::<Vec<_>>());
-            (complete == nodes.len(), format!("{complete} of {} nodes see every storage node; the fewest seen by one: {fewest}; since the start: {churn}", nodes.len()))
+            let progress = if report { format!("{complete} of {} nodes see every storage node; the fewest seen by one: {fewest}; since the start: {}", nodes.len(), churn()) } else { String::new() };
+            (complete == nodes.len(), progress)
         })
         .await?;
     eprintln!("{name}, {} nodes: the client sees all after {formed_client:.1?}, every node after {formed_all:.1?}; settling {} s", a.nodes, a.settle);
@@ -243,24 +246,26 @@ async fn start(mode: fragstate_net::Membership, transport: SwarmTransport, key: 
     NetNode::start(cfg).await
 }
 
-/// Polls `check` (done?, progress) every 50 ms and prints its progress every
-/// 10 s; the time it took, or an error naming the last progress after `timeout`.
-async fn until(timeout: Duration, what: &str, check: impl Fn() -> (bool, String)) -> Result<Duration> {
+/// Polls `check` every `poll` (done?, and the progress when asked for) and
+/// prints the progress every 10 s; the time it took, or an error naming the
+/// last progress after `timeout`.
+async fn until(timeout: Duration, poll: Duration, what: &str, check: impl Fn(bool) -> (bool, String)) -> Result<Duration> {
     let t = Instant::now();
     let mut reported = t;
     loop {
-        let (done, progress) = check();
+        let (report, late) = (reported.elapsed() >= PROGRESS_EVERY, t.elapsed() > timeout);
+        let (done, progress) = check(report || late);
         if done {
             return Ok(t.elapsed());
         }
-        if t.elapsed() > timeout {
+        if late {
             return Err(Error::Usage { component: "bench swarm", reason: format!("waited --timeout {} s for {what}; it did not happen (last: {progress})", timeout.as_secs()) });
         }
-        if reported.elapsed() >= PROGRESS_EVERY {
+        if report {
             reported = Instant::now();
             eprintln!("  {:.0} s: {progress}", t.elapsed().as_secs_f64());
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(poll).await;
     }
 }
 

@@ -88,15 +88,11 @@ impl Inner {
     pub(crate) async fn take_stream(&self, peer: PeerId) -> Result<(Stream, bool)> {
         let pooled = {
             let mut pool = lock(&self.pool);
-            let v = pool.get_mut(&peer).map(std::mem::take).unwrap_or_default();
+            let v = pool.get_mut(&peer);
             // The server closes streams idle for long; don't reuse old ones.
-            let mut fresh: Vec<_> = v.into_iter().filter(|(_, since)| since.elapsed() < Duration::from_secs(20)).collect();
-            let s = fresh.pop();
-            if !fresh.is_empty() {
-                pool.insert(peer, fresh);
-            }
-            s
+            v.and_then(|v| std::iter::from_fn(|| v.pop()).find(|(_, since)| since.elapsed() < Duration::from_secs(20)))
         };
+        // Noted after the pool's lock is released: one lock at a time.
         if let Some((s, _)) = pooled {
             lock(&self.peers).entry(peer).or_default().last_used = Some(Instant::now());
             return Ok((s, true));

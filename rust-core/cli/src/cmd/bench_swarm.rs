@@ -141,26 +141,12 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     let rss_per_node = rss_bytes().saturating_sub(rss_before) as f64 / population as f64;
     // Every connection has both its ends in this process: the file limit caps N here, not in a cluster.
     let open_files = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
-    let per_node_rate = |f: fn(&Traffic) -> u64| traffic0.iter().zip(&traffic1).map(|(x, y)| f(y) - f(x)).sum::<u64>() as f64 / span / population as f64;
+    let per_node_rate = |f: &dyn Fn(&Traffic) -> u64| (total(&traffic1, f) - total(&traffic0, f)) as f64 / span / population as f64;
     let mut connected: Vec<usize> = traffic1.iter().map(|t| t.connected_peers).collect();
     connected.sort_unstable();
     let cpu_all = (cpu1 - cpu0) / span;
-    eprintln!("{name}, {} nodes: idle CPU {:.1} % of a core in all, {:.0} membership messages per node/s", a.nodes, 100.0 * cpu_all, per_node_rate(|t| t.membership_messages_sent));
+    eprintln!("{name}, {} nodes: idle CPU {:.1} % of a core in all, {:.0} membership messages per node/s", a.nodes, 100.0 * cpu_all, per_node_rate(&|t| t.membership_messages_sent));
     eprintln!("{name}, {} nodes: since the start, {}", a.nodes, churn_line(&traffic1));
-    // Connections asked for per node and second while idle, by cause; and in all since the start.
-    let dials_idle: serde_json::Map<String, serde_json::Value> = DialCause::ALL
-        .iter()
-        .map(|c| {
-            let sum: u64 = traffic0.iter().zip(&traffic1).map(|(x, y)| y.dials[*c as usize] - x.dials[*c as usize]).sum();
-            (c.name().to_string(), json!((sum as f64 / span / population as f64 * 1e3).round() / 1e3))
-        })
-        .collect();
-    let dials_total: serde_json::Map<String, serde_json::Value> = DialCause::ALL.iter().map(|c| (c.name().to_string(), json!(traffic1.iter().map(|t| t.dials[*c as usize]).sum::<u64>()))).collect();
-    let closed_total = json!({
-        "idle": traffic1.iter().map(|t| t.closed_idle).sum::<u64>(),
-        "broken": traffic1.iter().map(|t| t.closed_broken).sum::<u64>(),
-        "here": traffic1.iter().map(|t| t.closed_here).sum::<u64>(),
-    });
 
     // Restores: every object written, then each read back once.
     let client = Client::new(Arc::new(client_node.clone()), fragstate_client::ClientConfig { params, ..client_node.client_config(false) })?;
@@ -208,13 +194,22 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
         n.stop();
     }
     let round = |x: f64, digits: i32| (x * 10f64.powi(digits)).round() / 10f64.powi(digits);
+    // Connections asked for per node and second while idle, by cause; and in all since the start.
+    let by_cause = |value: &dyn Fn(DialCause) -> serde_json::Value| DialCause::ALL.iter().map(|c| (c.name().to_string(), value(*c))).collect::<serde_json::Map<_, _>>();
+    let dials_idle = by_cause(&|c| json!(round(per_node_rate(&|t| t.dials[c as usize]), 3)));
+    let dials_total = by_cause(&|c| json!(total(&traffic1, &|t| t.dials[c as usize])));
+    let closed_total = json!({
+        "idle": total(&traffic1, &|t| t.closed_idle),
+        "broken": total(&traffic1, &|t| t.closed_broken),
+        "here": total(&traffic1, &|t| t.closed_here),
+    });
     Ok(json!({
         "mode": name, "nodes": a.nodes, "in_process": true, "join_rate": a.join_rate, "transport": format!("{transport:?}").to_lowercase(),
         "formed_client_s": round(formed_client.as_secs_f64(), 2), "formed_all_s": round(formed_all.as_secs_f64(), 2),
         "idle_cpu_all_pct": round(100.0 * cpu_all, 1), "idle_cpu_per_node_pct": round(100.0 * cpu_all / population as f64, 3),
-        "membership_msgs_per_node_s": round(per_node_rate(|t| t.membership_messages_sent), 2),
-        "membership_bytes_per_node_s": round(per_node_rate(|t| t.membership_bytes_sent), 0),
-        "connections_opened_per_node_s": round(per_node_rate(|t| t.connections_opened), 3),
+        "membership_msgs_per_node_s": round(per_node_rate(&|t| t.membership_messages_sent), 2),
+        "membership_bytes_per_node_s": round(per_node_rate(&|t| t.membership_bytes_sent), 0),
+        "connections_opened_per_node_s": round(per_node_rate(&|t| t.connections_opened), 3),
         "dials_per_node_s_idle": dials_idle, "dials_since_start": dials_total, "connections_closed_since_start": closed_total,
         "connected_peers_p50": percentile(&connected, 50), "connected_peers_p99": percentile(&connected, 99),
         "connected_peers_max": connected.last(), "rss_per_node_mib": round(rss_per_node / f64::from(1 << 20), 2),
@@ -272,16 +267,20 @@ async fn until(timeout: Duration, poll: Duration, what: &str, check: impl Fn(boo
 /// Connections asked for by cause, and closed by cause, summed over `traffic`
 /// (what a run that does not form shows first: NETWORK.md, "Swarm runs").
 fn churn_line(traffic: &[Traffic]) -> String {
-    let sum = |f: &dyn Fn(&Traffic) -> u64| traffic.iter().map(f).sum::<u64>();
-    let dials: Vec<String> = DialCause::ALL.iter().map(|c| format!("{} {}", c.name(), sum(&|t| t.dials[*c as usize]))).collect();
+    let dials: Vec<String> = DialCause::ALL.iter().map(|c| format!("{} {}", c.name(), total(traffic, &|t| t.dials[*c as usize]))).collect();
     format!(
         "dials asked for: {}; connections opened {}, closed idle {}, broken {}, here {}",
         dials.join(", "),
-        sum(&|t| t.connections_opened),
-        sum(&|t| t.closed_idle),
-        sum(&|t| t.closed_broken),
-        sum(&|t| t.closed_here)
+        total(traffic, &|t| t.connections_opened),
+        total(traffic, &|t| t.closed_idle),
+        total(traffic, &|t| t.closed_broken),
+        total(traffic, &|t| t.closed_here)
     )
+}
+
+/// `f` of every node's traffic, summed.
+fn total(traffic: &[Traffic], f: &dyn Fn(&Traffic) -> u64) -> u64 {
+    traffic.iter().map(f).sum()
 }
 
 /// How often a long wait prints where it stands.

@@ -29,5 +29,6 @@
 //! converge, idle traffic per node, and how soon a stopped node is dead at
 //! every other.
 
+pub mod cpu;
 pub mod membership;
 pub mod sim;

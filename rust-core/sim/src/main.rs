@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use fragstate_core::swim::SwimConfig;
+use fragstate_sim::cpu::CpuModel;
 use fragstate_sim::membership;
 use fragstate_sim::sim::{self, Strategy, View};
 use serde_json::json;
@@ -53,6 +54,20 @@ struct Args {
     /// reported over all of them (one stop is one draw of when its probers come round).
     #[arg(long, default_value_t = 1)]
     stops: usize,
+    /// Membership: run every node on this many shared cores (0: each message handled the
+    /// moment it arrives) — the one-process swarm runs' situation (fragstate-sim's `cpu.rs`).
+    #[arg(long, default_value_t = 0)]
+    cpu_cores: usize,
+    /// With --cpu-cores: µs to handle one message or timer tick.
+    #[arg(long, default_value_t = 20)]
+    cpu_message_us: u64,
+    /// With --cpu-cores: µs of one end of a Noise handshake, paid by both ends of a message
+    /// between nodes that exchanged nothing for --cpu-idle-ms.
+    #[arg(long, default_value_t = 250)]
+    cpu_handshake_us: u64,
+    /// With --cpu-cores: connections unused this long are closed (the network's idle timeout).
+    #[arg(long, default_value_t = 5_000)]
+    cpu_idle_ms: u64,
     /// Folder for summary.json and table.md.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -129,17 +144,19 @@ fn run(a: &Args) -> Result<(), String> {
     }
     let mut swim_rows = Vec::new();
     if a.measure.contains(&Measure::Membership) {
-        let header = "| nodes | loss | mass start: converged / settled after (ms) | one join known to all: p99 / max (ms) | idle messages / node / s | idle bytes / node / s | idle peers talked to per node and second: p99 / max | stopped node dead at others: p50 / p99 / max (ms) | worst stop's p99 (ms) | stops | share that saw it | live nodes declared dead | false suspicions | seconds |";
+        let header = "| nodes | loss | mass start: converged / settled after (ms) | one join known to all: p99 / max (ms) | idle messages / node / s | idle bytes / node / s | idle peers talked to per node and second: p99 / max | stopped node dead at others: p50 / p99 / max (ms) | worst stop's p99 (ms) | stops | share that saw it | live nodes declared dead | false suspicions | shared cores busy / handshakes | seconds |";
         println!("{header}");
-        table.extend(["".to_string(), header.to_string(), "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |".to_string()]);
+        table.extend(["".to_string(), header.to_string(), "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |".to_string()]);
         for &n in &a.nodes {
             let t0 = Instant::now();
-            let r = membership::run(n, &SwimConfig::default(), a.loss, 1, a.stops);
+            let cpu = (a.cpu_cores > 0).then_some(CpuModel { cores: a.cpu_cores, message_us: a.cpu_message_us, handshake_us: a.cpu_handshake_us, idle_ms: a.cpu_idle_ms });
+            let r = membership::run(n, &SwimConfig::default(), a.loss, 1, a.stops, cpu);
             let ms = |v: Option<u64>| v.map_or("—".to_string(), |v| v.to_string());
             let line = format!(
-                "| {n} | {} | {} / {} | {} / {} | {:.1} | {:.0} | {} / {} | {} / {} / {} | {} | {} | {:.4} | {} | {} | {:.1} |",
+                "| {n} | {} | {} / {} | {} / {} | {:.1} | {:.0} | {} / {} | {} / {} / {} | {} | {} | {:.4} | {} | {} | {} | {:.1} |",
                 a.loss, ms(r.converge_ms), r.settled_ms, ms(r.join_p99_ms), ms(r.join_max_ms), r.idle_messages_per_node_s, r.idle_bytes_per_node_s, r.idle_peers_per_s_p99, r.idle_peers_per_s_max,
                 ms(r.dead_p50_ms), ms(r.dead_p99_ms), ms(r.dead_max_ms), ms(r.dead_p99_worst_stop_ms), r.stops, r.dead_share, r.false_downs, r.false_suspicions,
+                r.cpu_busy.zip(r.handshakes).map_or("—".to_string(), |(b, h)| format!("{:.0} % / {h}", 100.0 * b)),
                 t0.elapsed().as_secs_f64()
             );
             println!("{line}");

@@ -26,6 +26,8 @@ use fragstate_core::sample::Rng;
 use fragstate_core::swim::{Event, Message, Millis, Swim, SwimConfig};
 use serde::Serialize;
 
+use crate::cpu::{Cpu, CpuModel};
+
 /// What a node says about itself, sized like what the network layer will
 /// carry: its address, failure domain and free capacity.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -66,6 +68,10 @@ pub struct MembershipRun {
     pub dead_share: f64,
     /// Live nodes declared dead by some node after convergence.
     pub false_downs: usize,
+    /// With a shared processor (`cpu`): its cores' busy share over the whole
+    /// run, and the handshakes the nodes paid.
+    pub cpu_busy: Option<f64>,
+    pub handshakes: Option<u64>,
     /// Suspicions of live nodes raised (by the prober that found no answer) between
     /// convergence and the stop; each was refuted unless counted in `false_downs`.
     pub false_suspicions: u64,
@@ -81,7 +87,9 @@ struct World {
     ids: Vec<NodeId>,
     index: HashMap<NodeId, usize>,
     queue: BinaryHeap<Reverse<(Millis, u64)>>,
-    pending: HashMap<u64, Ev>,
+    /// Each queued event, and whether its processor time was charged (it waited for a core).
+    pending: HashMap<u64, (Ev, bool)>,
+    cpu: Option<Cpu>,
     seq: u64,
     scheduled: Vec<Millis>,
     stopped: Vec<bool>,
@@ -106,8 +114,12 @@ fn node_id(i: usize) -> NodeId {
 
 impl World {
     fn push(&mut self, at: Millis, ev: Ev) {
+        self.push_charged(at, ev, false);
+    }
+
+    fn push_charged(&mut self, at: Millis, ev: Ev, charged: bool) {
         self.seq += 1;
-        self.pending.insert(self.seq, ev);
+        self.pending.insert(self.seq, (ev, charged));
         self.queue.push(Reverse((at, self.seq)));
     }
 
@@ -169,20 +181,33 @@ impl World {
                 break;
             }
             self.queue.pop();
-            let Some(ev) = self.pending.remove(&seq) else { continue };
+            let Some((ev, charged)) = self.pending.remove(&seq) else { continue };
+            let wanted = match &ev {
+                Ev::Deliver { to, .. } => !self.stopped[*to],
+                // A tick that waited for a core stays due; a stale one (rescheduled meanwhile) is dropped.
+                Ev::Tick(i) => !self.stopped[*i] && (charged || self.scheduled[*i] == at),
+            };
+            if !wanted {
+                continue;
+            }
+            if let (false, Some(cpu)) = (charged, self.cpu.as_mut()) {
+                let cost = match &ev {
+                    Ev::Deliver { from, to, .. } => cpu.message_cost(*from, *to, at),
+                    Ev::Tick(_) => cpu.tick_cost(),
+                };
+                let done = cpu.run(at, cost);
+                if done > at {
+                    self.push_charged(done, ev, true);
+                    continue;
+                }
+            }
             let i = match ev {
                 Ev::Deliver { from, to, msg } => {
-                    if self.stopped[to] {
-                        continue;
-                    }
                     let Some(node) = self.nodes[to].as_mut() else { continue };
                     node.handle(at, self.ids[from].clone(), msg);
                     to
                 }
                 Ev::Tick(i) => {
-                    if self.stopped[i] || self.scheduled[i] != at {
-                        continue;
-                    }
                     let Some(node) = self.nodes[i].as_mut() else { continue };
                     node.tick(at);
                     i
@@ -199,8 +224,9 @@ impl World {
     }
 }
 
-/// One run at `n` nodes with message `loss` (module docs).
-pub fn run(n: usize, cfg: &SwimConfig, loss: f64, seed: u64, stops: usize) -> MembershipRun {
+/// One run at `n` nodes with message `loss` (module docs), on a shared
+/// processor when `cpu` is given (`cpu.rs`).
+pub fn run(n: usize, cfg: &SwimConfig, loss: f64, seed: u64, stops: usize, cpu: Option<CpuModel>) -> MembershipRun {
     assert!(stops >= 1 && stops + 2 < n, "1 ≤ stops < n - 2 (the seed and the joiner stay)");
     let ids: Vec<NodeId> = (0..n).map(node_id).collect();
     let index = ids.iter().cloned().enumerate().map(|(i, id)| (id, i)).collect();
@@ -210,6 +236,7 @@ pub fn run(n: usize, cfg: &SwimConfig, loss: f64, seed: u64, stops: usize) -> Me
         index,
         queue: BinaryHeap::new(),
         pending: HashMap::new(),
+        cpu: cpu.map(Cpu::new),
         seq: 0,
         scheduled: vec![0; n],
         stopped: vec![false; n],
@@ -310,6 +337,8 @@ pub fn run(n: usize, cfg: &SwimConfig, loss: f64, seed: u64, stops: usize) -> Me
         dead_p99_worst_stop_ms: if everyone_saw { worst_p99 } else { None },
         dead_share: times.len() as f64 / observers as f64,
         false_downs: w.downs[downs_before..].iter().filter(|(_, of)| !victims.contains(of)).count(),
+        cpu_busy: w.cpu.as_ref().map(|c| c.busy_us as f64 / 1_000.0 / now.max(1) as f64 / c.cores() as f64),
+        handshakes: w.cpu.as_ref().map(|c| c.handshakes),
         false_suspicions,
     }
 }
@@ -325,7 +354,7 @@ mod tests {
 
     #[test]
     fn a_small_cluster_converges_and_finds_a_stopped_node_dead_everywhere() {
-        let r = run(40, &SwimConfig::default(), 0.0, 1, 3);
+        let r = run(40, &SwimConfig::default(), 0.0, 1, 3, None);
         assert!(r.converge_ms.is_some_and(|t| t < 10_000), "{r:?}");
         assert!(r.join_max_ms.is_some_and(|t| t < 5_000), "{r:?}");
         assert_eq!(r.dead_share, 1.0, "{r:?}");
@@ -334,5 +363,17 @@ mod tests {
         assert_eq!(r.false_downs, 0);
         // one ping and one ack per node and 200 ms period, plus rare syncs
         assert!((9.0..12.0).contains(&r.idle_messages_per_node_s), "{r:?}");
+        assert!(r.cpu_busy.is_none() && r.handshakes.is_none());
+    }
+
+    #[test]
+    fn on_a_shared_processor_a_cluster_forms_while_it_has_cores_to_spare_and_storms_when_not() {
+        let cpu = |handshake_us| Some(CpuModel { cores: 2, message_us: 50, handshake_us, idle_ms: 5_000 });
+        let calm = run(40, &SwimConfig::default(), 0.0, 1, 1, cpu(250));
+        assert!(calm.converge_ms.is_some() && calm.false_downs == 0, "{calm:?}");
+        assert!(calm.handshakes.is_some_and(|h| h >= 40) && calm.cpu_busy.is_some_and(|b| b > 0.0 && b < 0.5), "{calm:?}");
+        // 40 nodes whose every new connection costs 100 ms of a core: probes time out, false deaths follow.
+        let starved = run(40, &SwimConfig::default(), 0.0, 1, 1, cpu(50_000));
+        assert!(starved.false_downs > 0 || starved.converge_ms.is_none(), "{starved:?}");
     }
 }

@@ -5,22 +5,24 @@
 # the Daedalus rate profile time-compressed into --minutes, and kill -9 of a TaskManager at the same
 # seeded moments in every run. In order:
 #   1. experiments: the failure experiments on a shadow copy of the job (Khaos phase 2; the harness
-#      triggers checkpoints at 10, 60, 30, 120 s in turn and kills a TaskManager within each
-#      interval) -> DIR/experiments/experiments.json (skipped with --experiments FILE);
+#      triggers checkpoints at 10, 60, 30 and 120 s and kills a TaskManager within an interval, each
+#      interval at a high and at a low load) -> DIR/experiments/experiments.json and figures.json
+#      (skipped with --experiments FILE);
 #   2. fixed:10, fixed:30, fixed:60, fixed:120: Flink's own periodic checkpoints;
-#   3. controller: fragstate tune beside the job, fitted to the experiments, triggering checkpoints
-#      at the interval it chooses (the job's configured interval is a 1-hour fallback);
+#   3. controller: fragstate tune beside the job, triggering checkpoints at the interval it chooses
+#      (the job's configured interval is a 1-hour fallback), recovery predicted from fragstate's
+#      figures (figures.json beside the experiments); controller-regression: the same with the
+#      regression fitted to the experiments;
 # then ci/lib/tune_report.py: DIR/RESULTS.md, DIR/summary.json and PNG plots.
 #
-#   ci/tune-eval.sh                      # the whole evaluation (~75 min: 16 + 5 x 8 min + start-ups)
+#   ci/tune-eval.sh                      # the whole evaluation (~90 min: 20 + 6 x 8 min + start-ups)
 #   ci/tune-eval.sh --quick              # CI: the controller alone, 3 min, one kill, fitted to the
 #                                        # committed experiments (see integration-tests/tune/README.md)
 # Options: --out DIR (default integration-tests/tune/results/<UTC date>), --minutes N (8),
-# --experiments-minutes N (16), --scale S (0.15: peak 15,000 events/s), --kills N (3), --seed N (42),
+# --experiments-minutes N (20), --scale S (0.15: peak 15,000 events/s), --kills N (3), --seed N (42),
 # --experiments FILE (use these instead of running phase 2), --runs "fixed:10 ... controller"
 # (controller:LATENCY_MS:RECOVERY_S runs the controller under other constraints than Khaos's
-# 1,000 ms and 120 s; controller-fragstate predicts recovery from fragstate's figures, the
-# experiments run's figures.json, instead of the regression; --runs "" runs only the experiments).
+# 1,000 ms and 120 s; --runs "" runs only the experiments).
 # FRAGSTATE_TUNE_SKIP_BUILD=1 uses the jars and binary already built; FRAGSTATE_CARGO_PROFILE=ci|release.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,12 +37,12 @@ profile="${FRAGSTATE_CARGO_PROFILE:-release}"
 
 out="integration-tests/tune/results/$(date -u +%F)"
 minutes=8
-exp_minutes=16
+exp_minutes=20
 scale=0.15
 kills=3
 seed=42
 experiments=""
-runs="fixed:10 fixed:30 fixed:60 fixed:120 controller"
+runs="fixed:10 fixed:30 fixed:60 fixed:120 controller controller-regression"
 quick=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -87,20 +89,24 @@ if [ -z "$experiments" ]; then
   experiments="$out/experiments/experiments.json"
 fi
 [ -f "$experiments" ] || die "no experiments file at $experiments"
+figures_file="$(dirname "$experiments")/figures.json"
+[ -f "$figures_file" ] || die "no fragstate figures beside the experiments ($figures_file; the experiments run writes it)"
+figures=(--recovery fragstate --figures "$figures_file")
 
 failed=()
 for r in $runs; do
   step "run $r: $minutes min, $kills kills (seed $seed)"
   if [ "$r" = controller ]; then
-    run --mode controller --experiments "$experiments" --minutes "$minutes" --kills "$kills" || failed+=("$r")
-  elif [ "$r" = controller-fragstate ]; then
-    # the controller with fragstate's figures (measured by the experiments run) for the recovery side
-    run --mode controller --experiments "$experiments" --minutes "$minutes" --kills "$kills" --recovery fragstate \
-      --figures "$(dirname "$experiments")/figures.json" --name controller-fragstate || failed+=("$r")
+    # recovery predicted from fragstate's figures (measured by the experiments run)
+    run --mode controller --experiments "$experiments" --minutes "$minutes" --kills "$kills" "${figures[@]}" || failed+=("$r")
+  elif [ "$r" = controller-regression ]; then
+    # recovery predicted by the regression fitted to the experiments (Khaos's own way)
+    run --mode controller --experiments "$experiments" --minutes "$minutes" --kills "$kills" --recovery experiments \
+      --name controller-regression || failed+=("$r")
   elif [[ "$r" == controller:* ]]; then
     # controller:LATENCY_MS:RECOVERY_S — the controller under other constraints than Khaos's defaults
     IFS=: read -r _ lat rec <<<"$r"
-    run --mode controller --experiments "$experiments" --minutes "$minutes" --kills "$kills" \
+    run --mode controller --experiments "$experiments" --minutes "$minutes" --kills "$kills" "${figures[@]}" \
       --max-latency-ms "$lat" --max-recovery-s "$rec" --name "controller-${lat}ms-${rec}s" || failed+=("$r")
   else
     run --mode "$r" --minutes "$minutes" --kills "$kills" || failed+=("$r")

@@ -127,6 +127,11 @@ impl Controller {
         self.interval_s
     }
 
+    /// The last throughput sample (input records per second), if any.
+    pub fn last_throughput(&self) -> Option<f64> {
+        self.throughput.back().copied()
+    }
+
     /// Times the record count went backwards (the job restarted and its counters with it).
     pub fn restarts_seen(&self) -> u64 {
         self.restarts_seen

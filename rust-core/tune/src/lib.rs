@@ -15,16 +15,19 @@
 //!    latency/latency-constraint + recovery/recovery-constraint with both
 //!    under their constraints (Khaos's defaults: 10–120 s, 1,000 ms, 120 s);
 //!    [`controller`]: the state machine that turns polls of the job's record
-//!    count into decisions and checkpoint triggers.
+//!    count into decisions and checkpoint triggers; [`metrics`]: its decisions
+//!    and actions as Prometheus metrics.
 
 pub mod choose;
 pub mod controller;
 pub mod forecast;
+pub mod metrics;
 pub mod model;
 pub mod predict;
 
 pub use choose::{choose, Candidate, Constraints, Decision};
 pub use controller::{Action, Controller, ControllerConfig, RecoveryPredictor};
 pub use forecast::{forecast_throughput, Forecast};
+pub use metrics::{encode_metrics, TuneMetrics};
 pub use model::{Experiment, Fit, Model, Term};
 pub use predict::RecoveryFigures;

@@ -4,14 +4,18 @@
 //! forecasts the load, chooses the interval and triggers each checkpoint
 //! through Flink's REST API (run the job with a long configured interval: it
 //! is the fallback when the controller stops). Every model, decision and
-//! checkpoint is one JSON line on stdout.
+//! checkpoint is one JSON line on stdout; with `--metrics-listen` they are
+//! Prometheus metrics too.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use fragstate_core::{Error, Result};
-use fragstate_tune::{Action, Constraints, Controller, ControllerConfig, Experiment, Model, RecoveryFigures, RecoveryPredictor};
+use fragstate_tune::metrics::{Registry, CONTENT_TYPE};
+use fragstate_tune::{encode_metrics, Action, Constraints, Controller, ControllerConfig, Experiment, Model, RecoveryFigures, RecoveryPredictor, TuneMetrics};
 use serde_json::json;
 
 use crate::args::parse_secs;
@@ -36,9 +40,10 @@ pub(crate) struct TuneArgs {
     /// Failure experiments: a JSON array of {interval_s, throughput, latency_ms, recovery_s}.
     #[arg(long)]
     experiments: PathBuf,
-    /// What predicts the recovery time.
-    #[arg(long, value_enum, default_value = "experiments")]
-    recovery: RecoveryFrom,
+    /// What predicts the recovery time (default: fragstate when `--figures` is given — its
+    /// predictions were the closer ones in the evaluation — else the experiments' regression).
+    #[arg(long, value_enum)]
+    recovery: Option<RecoveryFrom>,
     /// fragstate's figures for `--recovery fragstate`: a JSON object {detection_s, restart_s,
     /// state_bytes, restore_bytes_per_s, max_throughput}.
     #[arg(long, required_if_eq("recovery", "fragstate"))]
@@ -68,6 +73,10 @@ pub(crate) struct TuneArgs {
     /// Samples ahead the decision plans for (the busiest forecast one counts).
     #[arg(long, default_value_t = 30)]
     horizon: usize,
+    /// Serve the decisions and actions as Prometheus metrics (OpenMetrics text, any path) on
+    /// this address, e.g. 0.0.0.0:9250; port 0 picks a free one (the `metrics` line names it).
+    #[arg(long)]
+    metrics_listen: Option<SocketAddr>,
     /// Stop after this many seconds (default: until interrupted).
     #[arg(long, value_parser = parse_secs)]
     seconds: Option<Duration>,
@@ -130,7 +139,8 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
         return compare_predictions(&experiments, figures, &measured);
     }
     let latency = Model::latency(&experiments)?;
-    let recovery = match a.recovery {
+    let recovery_from = a.recovery.unwrap_or(if a.figures.is_some() { RecoveryFrom::Fragstate } else { RecoveryFrom::Experiments });
+    let recovery = match recovery_from {
         RecoveryFrom::Experiments => RecoveryPredictor::Regression(Model::recovery(&experiments)?),
         RecoveryFrom::Fragstate => {
             let f: RecoveryFigures = read_json(a.figures.as_ref().expect("clap requires --figures"), "fragstate figures")?;
@@ -151,6 +161,11 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
     };
     let mut ctl = Controller::new(cfg.clone(), latency.clone(), recovery, 0.0)?;
     println!("{}", json!({"event": "models", "experiments": experiments.len(), "latency": latency, "recovery": recovery_model, "config": cfg}));
+    let (metrics, registry) = TuneMetrics::new(&cfg.constraints, ctl.interval_s());
+    if let Some(addr) = a.metrics_listen {
+        let bound = serve_metrics(addr, Arc::new(registry))?;
+        println!("{}", json!({"event": "metrics", "listen": bound.to_string()}));
+    }
 
     let rest = FlinkRest::new(&a.flink, Duration::from_secs(10))?;
     let job = match &a.job {
@@ -165,16 +180,24 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
             Ok(records) => {
                 for action in ctl.observe(now, records) {
                     match action {
-                        Action::Decided(d) => println!("{}", json!({"event": "decision", "t": now, "decision": d})),
-                        Action::Checkpoint => match rest.trigger_checkpoint(&job) {
-                            Ok(request) => pending = Some((request, now)),
-                            Err(e) => {
-                                eprintln!("fragstate tune: cannot trigger a checkpoint: {e}");
-                                ctl.checkpoint_ended();
+                        Action::Decided(d) => {
+                            metrics.decided(&d);
+                            println!("{}", json!({"event": "decision", "t": now, "decision": d}));
+                        }
+                        Action::Checkpoint => {
+                            metrics.checkpoint_triggered();
+                            match rest.trigger_checkpoint(&job) {
+                                Ok(request) => pending = Some((request, now)),
+                                Err(e) => {
+                                    eprintln!("fragstate tune: cannot trigger a checkpoint: {e}");
+                                    metrics.checkpoint_failed();
+                                    ctl.checkpoint_ended();
+                                }
                             }
-                        },
+                        }
                     }
                 }
+                metrics.observed(ctl.last_throughput(), ctl.restarts_seen());
             }
             // A job that is restarting answers without metrics for a moment.
             Err(e) => eprintln!("fragstate tune: cannot read the job's records (polling on): {e}"),
@@ -183,8 +206,14 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
             let status = rest.checkpoint_status(&job, request);
             let line = match &status {
                 Ok(CheckpointStatus::InProgress) => None,
-                Ok(CheckpointStatus::Completed { id }) => Some(json!({"event": "checkpoint", "t": now, "id": id, "seconds": now - asked})),
-                Ok(CheckpointStatus::Failed { cause }) => Some(json!({"event": "checkpoint failed", "t": now, "cause": cause})),
+                Ok(CheckpointStatus::Completed { id }) => {
+                    metrics.checkpoint_completed(now - asked);
+                    Some(json!({"event": "checkpoint", "t": now, "id": id, "seconds": now - asked}))
+                }
+                Ok(CheckpointStatus::Failed { cause }) => {
+                    metrics.checkpoint_failed();
+                    Some(json!({"event": "checkpoint failed", "t": now, "cause": cause}))
+                }
                 Err(e) => Some(json!({"event": "checkpoint unknown", "t": now, "error": e.to_string()})),
             };
             if let Some(line) = line {
@@ -197,4 +226,21 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
     }
     println!("{}", json!({"event": "stopped", "t": start.elapsed().as_secs_f64(), "interval_s": ctl.interval_s(), "restarts_seen": ctl.restarts_seen()}));
     Ok(())
+}
+
+/// Serves `registry` as OpenMetrics text to every request, from a thread of its own, on `addr`;
+/// returns the address bound (port 0 picks one).
+fn serve_metrics(addr: SocketAddr, registry: Arc<Registry>) -> Result<SocketAddr> {
+    let server = tiny_http::Server::http(addr).map_err(|e| Error::invalid("--metrics-listen", addr, format!("an address this host can listen on ({e})")))?;
+    let bound = server.server_addr().to_ip().expect("a TCP listener has an IP address");
+    let content_type = tiny_http::Header::from_bytes("Content-Type", CONTENT_TYPE).expect("a valid header");
+    std::thread::spawn(move || {
+        for request in server.incoming_requests() {
+            let response = tiny_http::Response::from_string(encode_metrics(&registry)).with_header(content_type.clone());
+            if let Err(e) = request.respond(response) {
+                tracing::debug!(error = %e, "a metrics scrape ended early");
+            }
+        }
+    });
+    Ok(bound)
 }

@@ -16,6 +16,7 @@ final class CheckpointTrigger implements AutoCloseable {
     private volatile int intervalS;
     private volatile boolean stop;
     private volatile long lastCompletedAtMs = -1;
+    private volatile boolean triggerNow;
 
     CheckpointTrigger(FlinkRest rest, String jobId, int intervalS) {
         this.rest = rest;
@@ -28,6 +29,11 @@ final class CheckpointTrigger implements AutoCloseable {
 
     void setInterval(int seconds) {
         intervalS = seconds;
+    }
+
+    /** Triggers a checkpoint at the next tick (once none is in flight); the interval counts from it. */
+    void triggerNow() {
+        triggerNow = true;
     }
 
     /** Wall time of the newest checkpoint this trigger saw complete, or -1. */
@@ -45,7 +51,8 @@ final class CheckpointTrigger implements AutoCloseable {
         while (!stop) {
             try {
                 long now = System.currentTimeMillis();
-                if (pending == null && now - lastTriggerMs >= intervalS * 1000L) {
+                if (pending == null && (triggerNow || now - lastTriggerMs >= intervalS * 1000L)) {
+                    triggerNow = false;
                     pending = rest.triggerCheckpoint(jobId);
                     lastTriggerMs = now;
                 } else if (pending != null) {

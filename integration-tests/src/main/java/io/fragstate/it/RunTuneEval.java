@@ -32,7 +32,7 @@ import java.util.TreeSet;
  *     --mode fixed:S|controller|experiments [--minutes 10] [--scale 0.02] [--compression N] [--kills 3]
  *     [--seed 42] [--max-latency-ms 1000] [--max-recovery-s 120] [--experiments FILE]
  *     [--recovery experiments|fragstate] [--figures FILE] [--decide-every 30]
- *     [--experiment-intervals 10,60,30,120] [--task-managers 5] [--parallelism 4] [--out DIR] [--name RUN]
+ *     [--experiment-intervals 120,10,60,30] [--task-managers 5] [--parallelism 4] [--out DIR] [--name RUN]
  * </pre>
  */
 public final class RunTuneEval {

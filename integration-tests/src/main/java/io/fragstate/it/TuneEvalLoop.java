@@ -13,10 +13,12 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.NavigableSet;
+import java.util.Optional;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
 
 /**
  * The phase of a {@link ScenarioRunner} run for one {@link TuneEvalPlan} (issue 15): while the
@@ -81,6 +83,9 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
                 }
             }
             awaitGenerator(generator);
+            if (tune != null) {
+                saveTuneMetrics();
+            }
             samples = latency.samples();
             job.sample(elapsedS() / 60, 0);
             checkpointDurations = job.allDurations();
@@ -131,31 +136,36 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
     }
 
     /**
-     * Phase 2 of Khaos on this shadow run: for each interval in turn, checkpoints at that interval
-     * for a steady stretch (at least the interval and 30 s), then a kill at a seeded moment within
-     * an interval after a completed checkpoint, and the latency followed until it is back at the
-     * steady level. Each gives one experiment: the interval, the input rate before the kill
-     * (events/s, the generator's: the load the job was given), the mean latency of the steady
-     * stretch and the recovery time.
+     * Phase 2 of Khaos on this shadow run: experiments in the order {@link ExperimentSchedule}
+     * picks (every interval at a high and at a low load, the soonest possible first). Each runs
+     * checkpoints at its interval for a steady stretch, then a kill a seeded fraction of an interval
+     * after a completed checkpoint, aimed at a second of the run in its load band, and the latency
+     * followed until it is back at the steady level. Each gives one experiment: the interval, the
+     * input rate before the kill (events/s, the generator's: the load the job was given), the mean
+     * latency of the steady stretch and the recovery time.
      */
     private void runExperiments(ServiceStack stack, Disruptions disruptions, String jobId, AtomicInteger generatorSecond,
             CompletableFuture<?> generator, LatencyCollector latency, CheckpointTrigger trigger) throws Exception {
         Random random = new Random(plan.seed());
-        List<Integer> intervals = plan.experimentIntervals();
+        List<Double> load = IntStream.range(0, plan.durationSeconds()).mapToObj(s -> inputRate(s, s + 1)).toList();
+        ExperimentSchedule schedule = new ExperimentSchedule(plan.experimentIntervals(), load);
         for (int n = 0; ; n++) {
-            int interval = intervals.get(n % intervals.size());
-            int steady = Math.max(interval, 30);
-            double offset = random.nextDouble() * interval;
-            // the stretch, the kill within an interval, and a recovery of about a minute must fit
-            if (elapsedS() + steady + 2 * interval + 60 > plan.durationSeconds()) {
+            double fraction = random.nextDouble();
+            double from = elapsedS();
+            // a recovery of about a minute must fit after the kill
+            Optional<ExperimentSchedule.Pick> pick = schedule.next(from, fraction, plan.durationSeconds() - 60);
+            if (pick.isEmpty()) {
                 break;
             }
+            int interval = pick.get().intervalS();
+            double offset = fraction * interval;
             trigger.setInterval(interval);
-            double from = elapsedS();
-            step(String.format(Locale.ROOT, "experiment %d: checkpoints every %d s from second %.0f", n + 1, interval, from));
-            sleepUntil(from + steady, generator);
+            step(String.format(Locale.ROOT, "experiment %d: checkpoints every %d s from second %.0f, kill aimed at second %d (%s load, %.0f events/s)",
+                    n + 1, interval, from, pick.get().killSecond(), pick.get().band().name(), load.get(pick.get().killSecond())));
+            sleepUntil(pick.get().killSecond() - offset - ExperimentSchedule.CHECKPOINT_ALLOWANCE_S, generator);
             int before = trigger.completed();
-            while (trigger.completed() == before && elapsedS() < from + steady + 2 * interval + 30) {
+            trigger.triggerNow();
+            while (trigger.completed() == before && elapsedS() < pick.get().killSecond() + interval + 30) {
                 checkAlive(generator);
                 TimeUnit.MILLISECONDS.sleep(250);
             }
@@ -179,6 +189,7 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
             double latencyMs = LatencySeries.meanLatency(s, (int) Math.ceil(from), (int) Math.floor(killS));
             Map<String, Object> e = new LinkedHashMap<>();
             e.put("interval_s", interval);
+            e.put("band", pick.get().band().name());
             e.put("throughput", inputRate((int) killS - 30, (int) killS));
             e.put("latency_ms", latencyMs);
             e.put("recovery_s", r != null && r.recovered() ? r.recoveryS() : elapsedS() - killS);
@@ -194,7 +205,7 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
             experiments.add(e);
             step("experiment " + (n + 1) + ": " + e);
         }
-        trigger.setInterval(intervals.get(0));
+        trigger.setInterval(plan.experimentIntervals().get(0));
     }
 
     /** The mean events/s the generator sent in seconds {@code [from, to)} of the run (its profile x scale). */
@@ -245,6 +256,22 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
         }
     }
 
+    /**
+     * The controller's Prometheus metrics at the end of the measured part, to metrics.txt; a
+     * controller that triggered no checkpoint fails the run.
+     */
+    private void saveTuneMetrics() throws IOException, InterruptedException {
+        String text = TuneMetricsScrape.scrape(plan.out().resolve("tune.jsonl"));
+        Files.writeString(plan.out().resolve("metrics.txt"), text);
+        double triggered = TuneMetricsScrape.value(text, "fragstate_tune_checkpoints_triggered_total");
+        step(String.format(Locale.ROOT, "fragstate tune's metrics: %.0f decisions, %.0f checkpoints triggered, interval %.0f s",
+                TuneMetricsScrape.value(text, "fragstate_tune_decisions_total"), triggered,
+                TuneMetricsScrape.value(text, "fragstate_tune_interval_seconds")));
+        if (!(triggered > 0)) {
+            throw new IllegalStateException("fragstate tune triggered no checkpoint in the run (see metrics.txt and tune.jsonl)");
+        }
+    }
+
     /** {@code fragstate tune} beside the job: decisions and checkpoints to tune.jsonl, its errors to tune.log. */
     private Process startTune(ServiceStack stack, String jobId) throws IOException {
         Files.createDirectories(plan.out());
@@ -254,7 +281,8 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
                 "--recovery", plan.recoveryFrom(),
                 "--max-latency-ms", Double.toString(plan.maxLatencyMs()),
                 "--max-recovery-s", Double.toString(plan.maxRecoveryS()),
-                "--decide-every", Integer.toString(plan.decideEveryS())));
+                "--decide-every", Integer.toString(plan.decideEveryS()),
+                "--metrics-listen", "127.0.0.1:0"));
         if (plan.figures() != null) {
             cmd.addAll(List.of("--figures", plan.figures().toString()));
         }

@@ -19,8 +19,9 @@ import java.util.Set;
  *   <li>{@code controller}: a long configured interval (the fallback) and {@code fragstate tune}
  *       triggering checkpoints at the interval it chooses, fitted to {@code --experiments};
  *   <li>{@code experiments}: the failure experiments on a shadow copy of the job (phase 2): the
- *       harness triggers checkpoints at each of {@code --experiment-intervals} in turn, kills a
- *       TaskManager at a seeded moment within the interval, and writes {@code experiments.json}.
+ *       harness triggers checkpoints at each of {@code --experiment-intervals} at a high and at a
+ *       low load ({@link ExperimentSchedule}), kills a TaskManager at a seeded moment within the
+ *       interval, and writes {@code experiments.json}.
  * </ul>
  *
  * @param mode               fixed, controller or experiments
@@ -36,7 +37,7 @@ import java.util.Set;
  * @param recoveryFrom       for controller: {@code experiments} (the regression) or {@code fragstate}
  * @param figures            for controller with {@code fragstate}: fragstate's figures file
  * @param decideEveryS       for controller: seconds between decisions
- * @param experimentIntervals for experiments: the intervals, in turn
+ * @param experimentIntervals for experiments: the intervals, in the order of {@link ExperimentSchedule}
  * @param taskManagers       TaskManager JVMs (2 slots each)
  * @param parallelism        of the job
  * @param out                this run's folder: {@code --out} / {@code --name} (default fixed-Ss, controller or experiments)
@@ -94,7 +95,7 @@ record TuneEvalPlan(String mode, int fixedIntervalS, int minutes, double scale, 
         if (recovery.equals("fragstate") && figures == null) {
             throw new IllegalArgumentException("--recovery fragstate needs --figures FILE");
         }
-        List<Integer> intervals = Arrays.stream(a.get("experiment-intervals", "10,60,30,120").split(","))
+        List<Integer> intervals = Arrays.stream(a.get("experiment-intervals", "120,10,60,30").split(","))
                 .map(s -> parsePositive("--experiment-intervals", s.strip())).toList();
         String name = a.get("name", mode.equals(FIXED) ? "fixed-" + fixed + "s" : mode);
         Path out = Path.of(a.get("out", repo.resolve("integration-tests/tune/results")

@@ -18,6 +18,8 @@ import java.util.Optional;
 final class ExperimentSchedule {
     /** The shortest steady stretch before a kill. */
     static final int MIN_STEADY_S = 30;
+    /** The seconds before a kill whose mean input rate an experiment records as its throughput. */
+    static final int THROUGHPUT_WINDOW_S = 30;
     /** Allowed for a triggered checkpoint to complete (the first evaluation's took 0.5 s on average). */
     static final int CHECKPOINT_ALLOWANCE_S = 2;
 
@@ -61,7 +63,8 @@ final class ExperimentSchedule {
 
     private Optional<Pick> firstPossible(List<Pair> pairs, double nowS, double offsetFraction, int latestKillS) {
         for (Pair p : pairs) {
-            int s = p.band().firstSecond(loadPerSecond, (int) Math.ceil(nowS + leadS(p.intervalS(), offsetFraction)), latestKillS);
+            int s = p.band().aim(loadPerSecond, (int) Math.ceil(nowS + leadS(p.intervalS(), offsetFraction)), latestKillS,
+                    THROUGHPUT_WINDOW_S);
             if (s >= 0) {
                 return Optional.of(new Pick(p.intervalS(), p.band(), s));
             }

@@ -26,14 +26,38 @@ record LoadBand(String name, double fromFraction, double toFraction) {
         return load >= fromFraction * peak && load <= toFraction * peak;
     }
 
-    /** The first second in {@code [from, to]} whose load (events/s, one per second of the run) is in the band, or -1. */
-    int firstSecond(List<Double> loadPerSecond, int from, int to) {
+    /**
+     * The second in {@code [from, to]} a kill in this band aims at, or -1: judged by the mean load
+     * of the {@code window} seconds before it (the throughput an experiment records), the first
+     * second in the band — for the high band, the busiest second of the stretch in the band that
+     * starts there, so that the experiments reach the peak the controller must plan for.
+     * {@code loadPerSecond}: events/s, one per second of the run.
+     */
+    int aim(List<Double> loadPerSecond, int from, int to, int window) {
         double peak = loadPerSecond.stream().mapToDouble(Double::doubleValue).max().orElse(0);
-        for (int s = Math.max(0, from); s <= Math.min(to, loadPerSecond.size() - 1); s++) {
-            if (holds(loadPerSecond.get(s), peak)) {
-                return s;
+        double[] prefix = new double[loadPerSecond.size() + 1];
+        for (int s = 0; s < loadPerSecond.size(); s++) {
+            prefix[s + 1] = prefix[s] + loadPerSecond.get(s);
+        }
+        int last = Math.min(to, loadPerSecond.size());
+        int best = -1;
+        double bestLoad = -1;
+        for (int s = Math.max(window, from); s <= last; s++) {
+            double mean = (prefix[s] - prefix[s - window]) / window;
+            if (!holds(mean, peak)) {
+                if (best >= 0) {
+                    break;
+                }
+                continue;
+            }
+            if (best < 0 || (this.equals(HIGH) && mean > bestLoad)) {
+                best = s;
+                bestLoad = mean;
+            }
+            if (!this.equals(HIGH)) {
+                break;
             }
         }
-        return -1;
+        return best;
     }
 }

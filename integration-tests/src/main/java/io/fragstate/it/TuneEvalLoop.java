@@ -160,8 +160,9 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
             int interval = pick.get().intervalS();
             double offset = fraction * interval;
             trigger.setInterval(interval);
-            step(String.format(Locale.ROOT, "experiment %d: checkpoints every %d s from second %.0f, kill aimed at second %d (%s load, %.0f events/s)",
-                    n + 1, interval, from, pick.get().killSecond(), pick.get().band().name(), load.get(pick.get().killSecond())));
+            int aim = pick.get().killSecond();
+            step(String.format(Locale.ROOT, "experiment %d: checkpoints every %d s from second %.0f, kill aimed at second %d (%s load: %.0f events/s before it)",
+                    n + 1, interval, from, aim, pick.get().band().name(), inputRate(aim - ExperimentSchedule.THROUGHPUT_WINDOW_S, aim)));
             sleepUntil(pick.get().killSecond() - offset - ExperimentSchedule.CHECKPOINT_ALLOWANCE_S, generator);
             int before = trigger.completed();
             trigger.triggerNow();
@@ -190,7 +191,7 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
             Map<String, Object> e = new LinkedHashMap<>();
             e.put("interval_s", interval);
             e.put("band", pick.get().band().name());
-            e.put("throughput", inputRate((int) killS - 30, (int) killS));
+            e.put("throughput", inputRate((int) killS - ExperimentSchedule.THROUGHPUT_WINDOW_S, (int) killS));
             e.put("latency_ms", latencyMs);
             e.put("recovery_s", r != null && r.recovered() ? r.recoveryS() : elapsedS() - killS);
             e.put("recovered", r != null && r.recovered());

@@ -26,7 +26,9 @@ class ExperimentScheduleTest {
             Optional<ExperimentSchedule.Pick> p = schedule.next(now, 0.5, 1900);
             assertThat(p).isPresent();
             int kill = p.get().killSecond();
-            assertThat(LoadBand.HIGH.holds(load.get(kill), 1000) ? LoadBand.HIGH : LoadBand.LOW).isEqualTo(p.get().band());
+            double before = load.subList(kill - ExperimentSchedule.THROUGHPUT_WINDOW_S, kill).stream().mapToDouble(Double::doubleValue).average().orElseThrow();
+            assertThat(LoadBand.HIGH.holds(before, 1000) ? LoadBand.HIGH : LoadBand.LOW).isEqualTo(p.get().band());
+            assertThat(p.get().band().holds(before, 1000)).isTrue();
             assertThat((double) kill).isGreaterThanOrEqualTo(now + ExperimentSchedule.leadS(p.get().intervalS(), 0.5));
             now = kill + 60;
         }

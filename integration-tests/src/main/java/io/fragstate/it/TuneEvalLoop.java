@@ -137,10 +137,11 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
 
     /**
      * Phase 2 of Khaos on this shadow run: experiments in the order {@link ExperimentSchedule}
-     * picks (every interval at a high and at a low load, the soonest possible first). Each runs
-     * checkpoints at its interval for a steady stretch, then a kill a seeded fraction of an interval
-     * after a completed checkpoint, aimed at a second of the run in its load band, and the latency
-     * followed until it is back at the steady level. Each gives one experiment: the interval, the
+     * picks (every interval at a high and at a low load, in a fixed order, skipping a pair whose
+     * band does not come again in time). Each runs checkpoints at its interval for a steady
+     * stretch, then a kill a seeded fraction of an interval after a completed checkpoint, aimed at
+     * a second of the run in its load band, and the latency followed until it is back at the
+     * steady level. Each gives one experiment: the interval, the
      * input rate before the kill (events/s, the generator's: the load the job was given), the mean
      * latency of the steady stretch and the recovery time.
      */
@@ -163,10 +164,10 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
             int aim = pick.get().killSecond();
             step(String.format(Locale.ROOT, "experiment %d: checkpoints every %d s from second %.0f, kill aimed at second %d (%s load: %.0f events/s before it)",
                     n + 1, interval, from, aim, pick.get().band().name(), inputRate(aim - ExperimentSchedule.THROUGHPUT_WINDOW_S, aim)));
-            sleepUntil(pick.get().killSecond() - offset - ExperimentSchedule.CHECKPOINT_ALLOWANCE_S, generator);
+            sleepUntil(aim - offset - ExperimentSchedule.CHECKPOINT_ALLOWANCE_S, generator);
             int before = trigger.completed();
             trigger.triggerNow();
-            while (trigger.completed() == before && elapsedS() < pick.get().killSecond() + interval + 30) {
+            while (trigger.completed() == before && elapsedS() < aim + interval + 30) {
                 checkAlive(generator);
                 TimeUnit.MILLISECONDS.sleep(250);
             }

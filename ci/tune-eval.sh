@@ -11,8 +11,10 @@
 #   2. fixed:10, fixed:30, fixed:60, fixed:120: Flink's own periodic checkpoints;
 #   3. controller: fragstate tune beside the job, triggering checkpoints at the interval it chooses
 #      (the job's configured interval is a 1-hour fallback), recovery predicted from fragstate's
-#      figures (figures.json beside the experiments); controller-regression: the same with the
-#      regression fitted to the experiments;
+#      figures (figures.json beside the experiments), told the run's failure rate (--mtbf: minutes
+#      x 60 / kills) so that it weighs checkpoint time against recovery time; controller-regression:
+#      the same with the regression fitted to the experiments; controller-khaos (not run by
+#      default): Khaos's own objective, latency/constraint + recovery/constraint;
 # then ci/lib/tune_report.py: DIR/RESULTS.md, DIR/summary.json and PNG plots.
 #
 #   ci/tune-eval.sh                      # the whole evaluation (~90 min: 20 + 6 x 8 min + start-ups)
@@ -103,6 +105,9 @@ for r in $runs; do
     # recovery predicted by the regression fitted to the experiments (Khaos's own way)
     run --mode controller --experiments "$experiments" --minutes "$minutes" --kills "$kills" --recovery experiments \
       --name controller-regression || failed+=("$r")
+  elif [ "$r" = controller-khaos ]; then
+    run --mode controller --experiments "$experiments" --minutes "$minutes" --kills "$kills" "${figures[@]}" \
+      --objective khaos --name controller-khaos || failed+=("$r")
   elif [[ "$r" == controller:* ]]; then
     # controller:LATENCY_MS:RECOVERY_S — the controller under other constraints than Khaos's defaults
     IFS=: read -r _ lat rec <<<"$r"

@@ -60,6 +60,11 @@ impl FlinkRest {
     pub(crate) fn checkpoint_status(&self, job: &str, request: &str) -> Result<CheckpointStatus> {
         checkpoint_status(&self.get(&format!("/jobs/{job}/checkpoints/{request}"))?)
     }
+
+    /// Seconds from trigger to the last acknowledgement of completed checkpoint `id`, as Flink measured it.
+    pub(crate) fn checkpoint_duration_s(&self, job: &str, id: u64) -> Result<f64> {
+        checkpoint_duration_s(&self.get(&format!("/jobs/{job}/checkpoints/details/{id}"))?)
+    }
 }
 
 fn rest_error(url: &str, e: ureq::Error) -> Error {
@@ -111,6 +116,10 @@ fn checkpoint_status(v: &Value) -> Result<CheckpointStatus> {
     }
 }
 
+fn checkpoint_duration_s(details: &Value) -> Result<f64> {
+    details["end_to_end_duration"].as_u64().map(|ms| ms as f64 / 1_000.0).ok_or_else(|| Error::format("Flink checkpoint details", details.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,6 +152,15 @@ mod tests {
         let failed = serde_json::json!({"status": {"id": "COMPLETED"}, "operation": {"failure-cause": {"class": "x", "stack-trace": "java.util.concurrent.CompletionException: declined\n\tat ..."}}});
         assert_eq!(checkpoint_status(&failed).unwrap(), CheckpointStatus::Failed { cause: "java.util.concurrent.CompletionException: declined".into() });
         assert!(checkpoint_status(&serde_json::json!({})).is_err());
+    }
+
+    #[test]
+    fn checkpoint_duration_from_its_details() {
+        // the fields of /jobs/<id>/checkpoints/details/<checkpoint> that matter (CheckpointStatistics)
+        let details = serde_json::json!({"className": "completed", "id": 7, "status": "COMPLETED", "is_savepoint": false,
+            "trigger_timestamp": 1_764_870_000_000u64, "latest_ack_timestamp": 1_764_870_000_640u64, "end_to_end_duration": 640});
+        assert_eq!(checkpoint_duration_s(&details).unwrap(), 0.64);
+        assert!(checkpoint_duration_s(&serde_json::json!({"status": "IN_PROGRESS"})).is_err());
     }
 
     #[test]

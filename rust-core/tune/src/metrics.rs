@@ -13,7 +13,7 @@ use prometheus_client::registry::Unit;
 /// The registry [`TuneMetrics::new`] fills, for [`encode_metrics`].
 pub use prometheus_client::registry::Registry;
 
-use crate::choose::{Constraints, Decision};
+use crate::choose::{Constraints, Decision, Objective};
 
 type GaugeF64 = Gauge<f64, AtomicU64>;
 type ByInterval = Family<Vec<(String, String)>, GaugeF64>;
@@ -38,6 +38,7 @@ pub struct TuneMetrics {
     checkpoints_completed: Counter,
     checkpoints_failed: Counter,
     last_checkpoint: GaugeF64,
+    decision_checkpoint: GaugeF64,
     job_restarts: Counter,
 }
 
@@ -49,7 +50,7 @@ impl TuneMetrics {
         let mut r = Registry::with_prefix("fragstate_tune");
         r.register_with_unit("interval", "Checkpoint interval in force", Unit::Seconds, m.interval.clone());
         r.register("observed_throughput", "Input records per second of the job, last sample", m.observed_throughput.clone());
-        r.register("planned_throughput", "Input records per second the last decision planned for (the forecast's highest)", m.planned_throughput.clone());
+        r.register("planned_throughput", "Input records per second the last decision planned for (the forecast's highest, capped by the highest seen)", m.planned_throughput.clone());
         r.register_with_unit("predicted_latency", "Mean end-to-end latency predicted at the interval chosen, in milliseconds", Unit::Other("milliseconds".into()), m.predicted_latency.clone());
         r.register_with_unit("predicted_recovery", "Recovery time predicted at the interval chosen", Unit::Seconds, m.predicted_recovery.clone());
         r.register("meets_constraints", "1 when the interval chosen is predicted to meet both constraints, 0 when none did", m.meets_constraints.clone());
@@ -57,13 +58,14 @@ impl TuneMetrics {
         r.register_with_unit("max_recovery", "The recovery-time constraint", Unit::Seconds, m.max_recovery.clone());
         r.register_with_unit("candidate_latency", "Latency predicted for each candidate interval at the last decision, in milliseconds", Unit::Other("milliseconds".into()), m.candidate_latency.clone());
         r.register_with_unit("candidate_recovery", "Recovery time predicted for each candidate interval at the last decision", Unit::Seconds, m.candidate_recovery.clone());
-        r.register("candidate_score", "latency/constraint + recovery/constraint of each candidate interval at the last decision", m.candidate_score.clone());
+        r.register("candidate_score", "The objective of each candidate interval at the last decision (smaller is better)", m.candidate_score.clone());
         r.register("decisions", "Decisions taken", m.decisions.clone());
         r.register("interval_changes", "Decisions that changed the interval", m.interval_changes.clone());
         r.register("checkpoints_triggered", "Checkpoints the controller triggered", m.checkpoints_triggered.clone());
         r.register("checkpoints_completed", "Triggered checkpoints that completed", m.checkpoints_completed.clone());
         r.register("checkpoints_failed", "Triggered checkpoints that failed or could not be triggered", m.checkpoints_failed.clone());
-        r.register_with_unit("last_checkpoint_duration", "Trigger to completion of the last completed checkpoint, as the controller saw it", Unit::Seconds, m.last_checkpoint.clone());
+        r.register_with_unit("last_checkpoint_duration", "Trigger to last acknowledgement of the last checkpoint the controller triggered, as Flink measured it", Unit::Seconds, m.last_checkpoint.clone());
+        r.register_with_unit("decision_checkpoint_duration", "Checkpoint duration the last decision weighed (the time-lost objective only)", Unit::Seconds, m.decision_checkpoint.clone());
         r.register("job_restarts", "Restarts of the job seen (its input record count went down)", m.job_restarts.clone());
         m.max_latency.set(constraints.max_latency_ms);
         m.max_recovery.set(constraints.max_recovery_s);
@@ -81,6 +83,9 @@ impl TuneMetrics {
         self.predicted_latency.set(d.chosen.latency_ms);
         self.predicted_recovery.set(d.chosen.recovery_s);
         self.meets_constraints.set(d.chosen.meets_constraints as i64);
+        if let Objective::TimeLost { checkpoint_s, .. } = d.objective {
+            self.decision_checkpoint.set(checkpoint_s);
+        }
         for c in &d.candidates {
             let label = vec![("interval".to_string(), format!("{}", c.interval_s))];
             self.candidate_latency.get_or_create(&label).set(c.latency_ms);
@@ -127,7 +132,7 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::choose::choose;
+    use crate::choose::{choose, Objective};
 
     fn value(text: &str, name: &str) -> f64 {
         let line = text.lines().find(|l| l.split([' ', '{']).next() == Some(name)).unwrap_or_else(|| panic!("{name} missing in\n{text}"));
@@ -139,7 +144,7 @@ mod tests {
         let c = Constraints { candidates_s: vec![10.0, 60.0], ..Constraints::default() };
         let (m, registry) = TuneMetrics::new(&c, 10.0);
         // recovery grows with interval × load: at 5,000 records/s 60 s predicts 35 s, 10 s predicts 10 s
-        let d = choose(&c, 5_000.0, |i, _| 200.0 + 6_000.0 / i, |i, t| 5.0 + i * t / 10_000.0).unwrap();
+        let d = choose(&c, Objective::Khaos, 5_000.0, |i, _| 200.0 + 6_000.0 / i, |i, t| 5.0 + i * t / 10_000.0).unwrap();
         assert_eq!(d.chosen.interval_s, 60.0);
         m.decided(&d);
         m.observed(Some(4_800.0), 2);
@@ -170,8 +175,10 @@ mod tests {
     #[test]
     fn the_same_interval_again_is_a_decision_but_no_change_and_restarts_are_not_counted_twice() {
         let c = Constraints::default();
-        let (m, registry) = TuneMetrics::new(&c, 10.0);
-        let d = choose(&c, 0.0, |_, _| 100.0, |_, _| 1.0).unwrap();
+        let (m, registry) = TuneMetrics::new(&c, 120.0);
+        // recovery the same at every interval: the longest, the one started with, is the cheapest
+        let d = choose(&c, Objective::TimeLost { checkpoint_s: 0.7, mtbf_s: 600.0 }, 0.0, |_, _| 100.0, |_, _| 1.0).unwrap();
+        assert_eq!(d.chosen.interval_s, 120.0);
         m.decided(&d);
         m.decided(&d);
         m.observed(None, 1);
@@ -181,5 +188,6 @@ mod tests {
         assert_eq!(value(&text, "fragstate_tune_interval_changes_total"), 0.0);
         assert_eq!(value(&text, "fragstate_tune_job_restarts_total"), 1.0);
         assert_eq!(value(&text, "fragstate_tune_observed_throughput"), 0.0);
+        assert_eq!(value(&text, "fragstate_tune_decision_checkpoint_duration_seconds"), 0.7);
     }
 }

@@ -54,6 +54,13 @@ pub(crate) struct TuneArgs {
     /// Recovery time allowed, in seconds.
     #[arg(long, default_value_t = 120.0)]
     max_recovery_s: f64,
+    /// Mean seconds between failures of the job (e.g. 86400 for one a day). With it, the
+    /// interval chosen among those meeting both constraints is the one that loses the least time
+    /// to checkpoints (their measured durations) and recoveries (the predicted ones, one per
+    /// MTBF); without it, Khaos's objective (latency/constraint + recovery/constraint), which
+    /// picks the shortest interval whenever checkpoints cost no measurable latency.
+    #[arg(long, value_parser = parse_secs)]
+    mtbf: Option<Duration>,
     /// Candidate intervals in seconds, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "10,20,30,40,50,60,70,80,90,100,110,120")]
     candidates: Vec<f64>,
@@ -154,6 +161,7 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
         history: a.history,
         lags: a.lags,
         horizon: a.horizon,
+        mtbf_s: a.mtbf.map(|d| d.as_secs_f64()),
     };
     let recovery_model = match &recovery {
         RecoveryPredictor::Regression(m) => json!({"from": "experiments", "model": m}),
@@ -191,7 +199,7 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
                                 Err(e) => {
                                     eprintln!("fragstate tune: cannot trigger a checkpoint: {e}");
                                     metrics.checkpoint_failed();
-                                    ctl.checkpoint_ended();
+                                    ctl.checkpoint_ended(None);
                                 }
                             }
                         }
@@ -203,12 +211,19 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
             Err(e) => eprintln!("fragstate tune: cannot read the job's records (polling on): {e}"),
         }
         if let Some((request, asked)) = &pending {
+            let mut completed = None;
             let status = rest.checkpoint_status(&job, request);
             let line = match &status {
                 Ok(CheckpointStatus::InProgress) => None,
                 Ok(CheckpointStatus::Completed { id }) => {
-                    metrics.checkpoint_completed(now - asked);
-                    Some(json!({"event": "checkpoint", "t": now, "id": id, "seconds": now - asked}))
+                    // Flink's own figure; the poll's (whole seconds at the default poll) if unreadable
+                    let seconds = rest.checkpoint_duration_s(&job, *id).unwrap_or_else(|e| {
+                        eprintln!("fragstate tune: checkpoint {id}'s duration unreadable, counting {:.1} s from the polls: {e}", now - asked);
+                        now - asked
+                    });
+                    metrics.checkpoint_completed(seconds);
+                    completed = Some(seconds);
+                    Some(json!({"event": "checkpoint", "t": now, "id": id, "seconds": seconds}))
                 }
                 Ok(CheckpointStatus::Failed { cause }) => {
                     metrics.checkpoint_failed();
@@ -219,7 +234,7 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
             if let Some(line) = line {
                 println!("{line}");
                 pending = None;
-                ctl.checkpoint_ended();
+                ctl.checkpoint_ended(completed);
             }
         }
         std::thread::sleep(a.poll_every);

@@ -31,7 +31,7 @@ import java.util.TreeSet;
  * java -cp integration-tests-&lt;version&gt;-all.jar io.fragstate.it.RunTuneEval [--repo .]
  *     --mode fixed:S|controller|experiments [--minutes 10] [--scale 0.02] [--compression N] [--kills 3]
  *     [--seed 42] [--max-latency-ms 1000] [--max-recovery-s 120] [--experiments FILE]
- *     [--recovery experiments|fragstate] [--figures FILE] [--decide-every 30]
+ *     [--recovery experiments|fragstate] [--figures FILE] [--decide-every 30] [--objective time-lost|khaos]
  *     [--experiment-intervals 120,10,60,30] [--task-managers 5] [--parallelism 4] [--out DIR] [--name RUN]
  * </pre>
  */
@@ -118,7 +118,8 @@ public final class RunTuneEval {
         s.put("fixed_interval_s", plan.mode().equals(TuneEvalPlan.FIXED) ? plan.fixedIntervalS() : null);
         s.put("plan", Map.of("minutes", plan.minutes(), "scale", plan.scale(), "compression", plan.compression(),
                 "seed", plan.seed(), "max_latency_ms", plan.maxLatencyMs(), "max_recovery_s", plan.maxRecoveryS(),
-                "task_managers", plan.taskManagers(), "parallelism", plan.parallelism(), "recovery_from", plan.recoveryFrom()));
+                "task_managers", plan.taskManagers(), "parallelism", plan.parallelism(), "recovery_from", plan.recoveryFrom(),
+                "objective", plan.objective()));
         s.put("failure", failure);
         int seconds = plan.durationSeconds();
         List<LatencySeries.Second> series = loop.startMs == 0 ? List.of() : loop.series(loop.samples, seconds);

@@ -288,6 +288,7 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
         if (plan.figures() != null) {
             cmd.addAll(List.of("--figures", plan.figures().toString()));
         }
+        plan.mtbfS().ifPresent(s -> cmd.addAll(List.of("--mtbf", Integer.toString(s))));
         Path out = plan.out().resolve("tune.jsonl");
         Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(plan.out().resolve("tune.log").toFile()).start();
         step("fragstate tune started (pid " + p.pid() + "): " + String.join(" ", cmd) + " > " + out);

@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.OptionalInt;
 import java.util.Set;
 
 /**
@@ -37,6 +38,8 @@ import java.util.Set;
  * @param recoveryFrom       for controller: {@code experiments} (the regression) or {@code fragstate}
  * @param figures            for controller with {@code fragstate}: fragstate's figures file
  * @param decideEveryS       for controller: seconds between decisions
+ * @param objective          for controller: {@code time-lost} (the default: {@code fragstate tune --mtbf}
+ *                           with the run's own failure rate, {@link #mtbfS()}) or {@code khaos}
  * @param experimentIntervals for experiments: the intervals, in the order of {@link ExperimentSchedule}
  * @param taskManagers       TaskManager JVMs (2 slots each)
  * @param parallelism        of the job
@@ -44,11 +47,13 @@ import java.util.Set;
  */
 record TuneEvalPlan(String mode, int fixedIntervalS, int minutes, double scale, int compression, int kills, long seed,
         double maxLatencyMs, double maxRecoveryS, Path experiments, String recoveryFrom, Path figures, int decideEveryS,
-        List<Integer> experimentIntervals, int taskManagers, int parallelism, Path out) {
+        String objective, List<Integer> experimentIntervals, int taskManagers, int parallelism, Path out) {
 
     static final String FIXED = "fixed";
     static final String CONTROLLER = "controller";
     static final String EXPERIMENTS = "experiments";
+    static final String TIME_LOST = "time-lost";
+    static final String KHAOS = "khaos";
     /** The interval configured in Flink while something else triggers checkpoints: the fallback. */
     static final int FALLBACK_INTERVAL_S = 3600;
     /**
@@ -60,7 +65,7 @@ record TuneEvalPlan(String mode, int fixedIntervalS, int minutes, double scale, 
 
     static TuneEvalPlan parse(String[] args, Path repo) {
         CliArgs a = CliArgs.parse(args, Set.of("repo", "mode", "minutes", "scale", "compression", "kills", "seed",
-                "max-latency-ms", "max-recovery-s", "experiments", "recovery", "figures", "decide-every",
+                "max-latency-ms", "max-recovery-s", "experiments", "recovery", "figures", "decide-every", "objective",
                 "experiment-intervals", "task-managers", "parallelism", "out", "name"), Set.of());
         String modeArg = a.get("mode", "");
         String mode;
@@ -95,6 +100,10 @@ record TuneEvalPlan(String mode, int fixedIntervalS, int minutes, double scale, 
         if (recovery.equals("fragstate") && figures == null) {
             throw new IllegalArgumentException("--recovery fragstate needs --figures FILE");
         }
+        String objective = a.get("objective", TIME_LOST);
+        if (!objective.equals(TIME_LOST) && !objective.equals(KHAOS)) {
+            throw new IllegalArgumentException("--objective must be " + TIME_LOST + " or " + KHAOS + ", got '" + objective + "'");
+        }
         List<Integer> intervals = Arrays.stream(a.get("experiment-intervals", "120,10,60,30").split(","))
                 .map(s -> parsePositive("--experiment-intervals", s.strip())).toList();
         String name = a.get("name", mode.equals(FIXED) ? "fixed-" + fixed + "s" : mode);
@@ -102,7 +111,7 @@ record TuneEvalPlan(String mode, int fixedIntervalS, int minutes, double scale, 
                 .resolve(java.time.LocalDate.now(java.time.ZoneOffset.UTC).toString()).toString())).resolve(name);
         TuneEvalPlan plan = new TuneEvalPlan(mode, fixed, minutes, scale, compression, a.getInt("kills", 3), a.getLong("seed", 42),
                 a.getDouble("max-latency-ms", 1000), a.getDouble("max-recovery-s", 120), experiments, recovery, figures,
-                a.getInt("decide-every", 30), intervals, a.getInt("task-managers", 5), a.getInt("parallelism", 4),
+                a.getInt("decide-every", 30), objective, intervals, a.getInt("task-managers", 5), a.getInt("parallelism", 4),
                 out.toAbsolutePath().normalize());
         plan.killSeconds(); // refuses a kill count that does not fit, before anything starts
         return plan;
@@ -131,6 +140,15 @@ record TuneEvalPlan(String mode, int fixedIntervalS, int minutes, double scale, 
         }
         int to = Math.max(KILL_FROM_S, durationSeconds() - Math.min(KILL_TAIL_S, durationSeconds() / 2));
         return LatencySeries.killSeconds(seed, kills, KILL_FROM_S, to, 90);
+    }
+
+    /**
+     * The mean time between failures the controller is told ({@code --mtbf}): the run's own, its
+     * length over its kills, as an operator knows it from the job's history. Empty for Khaos's
+     * objective or a run without kills.
+     */
+    OptionalInt mtbfS() {
+        return objective.equals(TIME_LOST) && kills > 0 ? OptionalInt.of(durationSeconds() / kills) : OptionalInt.empty();
     }
 
     /** The interval Flink is configured with. */

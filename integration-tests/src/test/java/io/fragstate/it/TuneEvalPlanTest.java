@@ -35,6 +35,18 @@ class TuneEvalPlanTest {
     }
 
     @Test
+    void theControllerIsToldTheRunsOwnFailureRateUnlessItRunsKhaosObjective() {
+        String[] controller = {"--mode", "controller", "--experiments", "e.json", "--minutes", "8", "--kills", "3"};
+        assertThat(TuneEvalPlan.parse(controller, REPO).mtbfS()).hasValue(160);
+        String[] khaos = {"--mode", "controller", "--experiments", "e.json", "--objective", "khaos"};
+        assertThat(TuneEvalPlan.parse(khaos, REPO).mtbfS()).isEmpty();
+        assertThat(TuneEvalPlan.parse(new String[] {"--mode", "controller", "--experiments", "e.json", "--kills", "0"}, REPO)
+                .mtbfS()).isEmpty();
+        assertThatThrownBy(() -> TuneEvalPlan.parse(new String[] {"--mode", "controller", "--experiments", "e.json",
+                "--objective", "cheapest"}, REPO)).hasMessageContaining("time-lost or khaos, got 'cheapest'");
+    }
+
+    @Test
     void badValuesAreRefusedNamingTheValueAndTheRange() {
         assertThatThrownBy(() -> TuneEvalPlan.parse(new String[] {"--mode", "fixed:0"}, REPO)).hasMessageContaining("'0'");
         assertThatThrownBy(() -> TuneEvalPlan.parse(new String[] {"--mode", "sometimes"}, REPO))

@@ -88,6 +88,9 @@ def table(runs, c):
             continue
         if s["mode"] == "controller" and (s["plan"]["max_latency_ms"], s["plan"]["max_recovery_s"]) != c:
             continue
+        if s.get("failure"):
+            lines.append("| %s | run failed: %s | | | | | | | | |" % (s["name"], s["failure"].replace("|", "/")))
+            continue
         lines.append("| %s | %s | %.1f | %.1f | %.0f | %d of %d | %s | %d | %d | %s |" % (
             s["name"], s.get("checkpoints_completed", "-"), s.get("checkpoint_seconds_total", float("nan")),
             s.get("checkpointed_bytes_total", 0) / 1e6, s.get("mean_latency_ms", float("nan")),

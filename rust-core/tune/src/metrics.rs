@@ -16,6 +16,11 @@ pub use prometheus_client::registry::Registry;
 use crate::choose::{Constraints, Decision, Objective};
 
 type GaugeF64 = Gauge<f64, AtomicU64>;
+
+/// OpenMetrics has no unit for milliseconds; latencies keep Khaos's unit rather than seconds.
+fn milliseconds() -> Unit {
+    Unit::Other("milliseconds".into())
+}
 type ByInterval = Family<Vec<(String, String)>, GaugeF64>;
 
 /// Every metric of `fragstate tune`, named `fragstate_tune_*`. Clones share the values.
@@ -51,12 +56,12 @@ impl TuneMetrics {
         r.register_with_unit("interval", "Checkpoint interval in force", Unit::Seconds, m.interval.clone());
         r.register("observed_throughput", "Input records per second of the job, last sample", m.observed_throughput.clone());
         r.register("planned_throughput", "Input records per second the last decision planned for (the forecast's highest, capped by the highest seen)", m.planned_throughput.clone());
-        r.register_with_unit("predicted_latency", "Mean end-to-end latency predicted at the interval chosen, in milliseconds", Unit::Other("milliseconds".into()), m.predicted_latency.clone());
+        r.register_with_unit("predicted_latency", "Mean end-to-end latency predicted at the interval chosen, in milliseconds", milliseconds(), m.predicted_latency.clone());
         r.register_with_unit("predicted_recovery", "Recovery time predicted at the interval chosen", Unit::Seconds, m.predicted_recovery.clone());
         r.register("meets_constraints", "1 when the interval chosen is predicted to meet both constraints, 0 when none did", m.meets_constraints.clone());
-        r.register_with_unit("max_latency", "The latency constraint, in milliseconds", Unit::Other("milliseconds".into()), m.max_latency.clone());
+        r.register_with_unit("max_latency", "The latency constraint, in milliseconds", milliseconds(), m.max_latency.clone());
         r.register_with_unit("max_recovery", "The recovery-time constraint", Unit::Seconds, m.max_recovery.clone());
-        r.register_with_unit("candidate_latency", "Latency predicted for each candidate interval at the last decision, in milliseconds", Unit::Other("milliseconds".into()), m.candidate_latency.clone());
+        r.register_with_unit("candidate_latency", "Latency predicted for each candidate interval at the last decision, in milliseconds", milliseconds(), m.candidate_latency.clone());
         r.register_with_unit("candidate_recovery", "Recovery time predicted for each candidate interval at the last decision", Unit::Seconds, m.candidate_recovery.clone());
         r.register("candidate_score", "The objective of each candidate interval at the last decision (smaller is better)", m.candidate_score.clone());
         r.register("decisions", "Decisions taken", m.decisions.clone());

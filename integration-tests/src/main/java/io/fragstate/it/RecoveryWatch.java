@@ -23,6 +23,8 @@ final class RecoveryWatch {
     private final Map<String, Integer> attemptsBefore;
     private final Set<String> onVictims;
     private final long restoredBefore;
+    /** Whether a checkpoint had completed before the kill: without one the job restarts from nothing. */
+    private final boolean checkpointBefore;
 
     /** Takes the "before" picture; call it right before killing {@code victims}. */
     RecoveryWatch(FlinkRest rest, String jobId, List<String> victims) {
@@ -31,13 +33,17 @@ final class RecoveryWatch {
         this.victims = List.copyOf(victims);
         this.attemptsBefore = attempts(rest, jobId);
         this.onVictims = subtasksOn(rest, jobId, victims);
-        this.restoredBefore = rest.checkpoints(jobId).path("counts").path("restored").asLong();
+        JsonNode counts = rest.checkpoints(jobId).path("counts");
+        this.restoredBefore = counts.path("restored").asLong();
+        this.checkpointBefore = counts.path("completed").asLong() > 0;
     }
 
     /**
      * Recovered = the JobManager recorded a failure after the kill, every subtask that ran on a
      * killed TaskManager runs again in a newer attempt, the dead TaskManagers are gone from the
-     * cluster, every subtask is RUNNING and a restore was counted. (REST answers come from a cache
+     * cluster, every subtask is RUNNING and a restore was counted — if a checkpoint had completed
+     * before the kill; without one Flink restarts the job from nothing and counts no restore (a
+     * kill before the first checkpoint of a long interval). (REST answers come from a cache
      * refreshed every web.refresh-interval, so a stale "all RUNNING" from before the kill must not
      * count.) Fills the restore, failure and per-subtask parts of {@code tl}.
      */
@@ -53,7 +59,7 @@ final class RecoveryWatch {
                     return false;
                 }
             }
-            return rest.checkpoints(jobId).path("counts").path("restored").asLong() > restoredBefore;
+            return !checkpointBefore || rest.checkpoints(jobId).path("counts").path("restored").asLong() > restoredBefore;
         });
         JsonNode cps = rest.checkpoints(jobId);
         tl.restores = cps.path("counts").path("restored").asLong() - restoredBefore;

@@ -177,10 +177,7 @@ impl Controller {
                 self.anchored = true;
             }
             Some((t, r)) if now_s > t && (records > r || now_s - t >= STALE_AFTER_S) => {
-                self.throughput.push_back((records - r) as f64 / (now_s - t));
-                if self.throughput.len() > self.cfg.history {
-                    self.throughput.pop_front();
-                }
+                push_bounded(&mut self.throughput, (records - r) as f64 / (now_s - t), self.cfg.history);
                 self.last_change = Some((now_s, records));
             }
             Some(_) => {}
@@ -208,10 +205,7 @@ impl Controller {
     pub fn checkpoint_ended(&mut self, duration_s: Option<f64>) {
         self.in_flight = false;
         if let Some(d) = duration_s.filter(|d| d.is_finite() && *d >= 0.0) {
-            self.checkpoint_durations.push_back(d);
-            if self.checkpoint_durations.len() > CHECKPOINT_DURATIONS_KEPT {
-                self.checkpoint_durations.pop_front();
-            }
+            push_bounded(&mut self.checkpoint_durations, d, CHECKPOINT_DURATIONS_KEPT);
         }
     }
 
@@ -238,6 +232,14 @@ impl Controller {
         let seen = history.iter().copied().fold(0.0, f64::max);
         let load = forecast.values.iter().copied().fold(0.0, f64::max).min(seen * (1.0 + FORECAST_HEADROOM));
         choose(&self.cfg.constraints, self.objective(), load, |i, t| self.latency.predict(i, t), |i, t| self.recovery.predict(i, t)).ok()
+    }
+}
+
+/// Appends `value`, dropping the oldest so that at most `keep` remain.
+fn push_bounded(samples: &mut VecDeque<f64>, value: f64, keep: usize) {
+    samples.push_back(value);
+    if samples.len() > keep {
+        samples.pop_front();
     }
 }
 
@@ -379,11 +381,8 @@ mod tests {
         }
         assert_eq!(c.checkpoint_cost_s(), 2.0, "the last 10 only");
         let mut records = 0;
-        let mut acts = Vec::new();
-        for s in 1..=20u64 {
-            records += 2_000;
-            acts.extend(c.observe(s as f64, records).into_iter().map(|a| (s, a)));
-        }
+        // the first decision (second 9) comes before the first checkpoint (second 10)
+        let acts = run(&mut c, 1, 20, 2_000, &mut records);
         let d = acts.iter().find_map(|(_, a)| if let Action::Decided(d) = a { Some(d) } else { None }).unwrap();
         assert_eq!(d.objective, Objective::TimeLost { checkpoint_s: 2.0, mtbf_s: 600.0 });
     }

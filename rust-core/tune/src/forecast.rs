@@ -15,11 +15,16 @@ pub struct Forecast {
     pub values: Vec<f64>,
 }
 
+/// The history an ARIMA(`p`,1,0) forecast needs: `2p + 3` values.
+pub fn samples_needed(p: usize) -> usize {
+    2 * p + 3
+}
+
 /// The forecast of the next `horizon` values of `history` (oldest first),
 /// from an ARIMA(`p`,1,0) fitted to all of it. Needs at least `2p + 3`
 /// values, all finite.
 pub fn forecast_throughput(history: &[f64], p: usize, horizon: usize) -> Result<Forecast> {
-    let need = 2 * p + 3;
+    let need = samples_needed(p);
     if history.len() < need {
         return Err(Error::invalid("throughput history", format!("{} samples", history.len()), format!("at least {need} for an ARIMA({p},1,0) forecast")));
     }

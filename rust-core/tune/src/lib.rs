@@ -26,8 +26,8 @@ pub mod model;
 pub mod predict;
 
 pub use choose::{choose, Candidate, Constraints, Decision};
-pub use controller::{Action, Controller, ControllerConfig, RecoveryPredictor};
-pub use forecast::{forecast_throughput, Forecast};
+pub use controller::{Action, Controller, ControllerConfig, LoadBasis, Plan, RecoveryPredictor};
+pub use forecast::{forecast_throughput, samples_needed, Forecast};
 pub use metrics::{encode_metrics, TuneMetrics};
 pub use model::{Experiment, Fit, Model, Term};
 pub use predict::RecoveryFigures;

@@ -55,7 +55,7 @@ impl TuneMetrics {
         let mut r = Registry::with_prefix("fragstate_tune");
         r.register_with_unit("interval", "Checkpoint interval in force", Unit::Seconds, m.interval.clone());
         r.register("observed_throughput", "Input records per second of the job, last sample", m.observed_throughput.clone());
-        r.register("planned_throughput", "Input records per second the last decision planned for (the forecast's highest, capped by the highest seen)", m.planned_throughput.clone());
+        r.register("planned_throughput", "Input records per second the last decision planned for (the forecast's highest, capped by the highest seen; the highest seen until a forecast is possible)", m.planned_throughput.clone());
         r.register_with_unit("predicted_latency", "Mean end-to-end latency predicted at the interval chosen, in milliseconds", milliseconds(), m.predicted_latency.clone());
         r.register_with_unit("predicted_recovery", "Recovery time predicted at the interval chosen", Unit::Seconds, m.predicted_recovery.clone());
         r.register("meets_constraints", "1 when the interval chosen is predicted to meet both constraints, 0 when none did", m.meets_constraints.clone());

@@ -188,9 +188,9 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
             Ok(records) => {
                 for action in ctl.observe(now, records) {
                     match action {
-                        Action::Decided(d) => {
-                            metrics.decided(&d);
-                            println!("{}", json!({"event": "decision", "t": now, "decision": d}));
+                        Action::Decided(plan) => {
+                            metrics.decided(&plan.decision);
+                            println!("{}", json!({"event": "decision", "t": now, "basis": plan.basis, "decision": plan.decision}));
                         }
                         Action::Checkpoint => {
                             metrics.checkpoint_triggered();

@@ -190,7 +190,9 @@ public final class RunTuneEval {
                     case "decision" -> decisions.add(Map.of("t", n.path("t").asDouble(),
                             "interval_s", n.path("decision").path("chosen").path("interval_s").asDouble(),
                             "throughput", n.path("decision").path("throughput").asDouble(),
-                            "meets_constraints", n.path("decision").path("chosen").path("meets_constraints").asBoolean()));
+                            "meets_constraints", n.path("decision").path("chosen").path("meets_constraints").asBoolean(),
+                            // "observed" (the highest sample seen) or "forecast"
+                            "basis", n.path("basis").fieldNames().hasNext() ? n.path("basis").fieldNames().next() : "forecast"));
                     case "checkpoint" -> checkpoints++;
                     default -> { }
                 }

@@ -1,7 +1,7 @@
 //! The parts of Flink's REST API that `fragstate tune` uses (checked against
 //! the 2.2.1 distribution; the responses in `tests/data/flink-2.2.1/` are
-//! real ones): the running job, its input record count, and checkpoints
-//! triggered on demand. The parsing is kept apart from the HTTP calls so it
+//! real ones): the running job, its input record count and restarts, and
+//! checkpoints triggered on demand. The parsing is kept apart from the HTTP calls so it
 //! is tested on those responses.
 
 use std::time::Duration;
@@ -47,6 +47,11 @@ impl FlinkRest {
     /// Input records the job's sources have emitted since the job (re)started.
     pub(crate) fn source_records(&self, job: &str) -> Result<u64> {
         source_records(&self.get(&format!("/jobs/{job}"))?)
+    }
+
+    /// The job's restarts since it was submitted to this JobManager (the `numRestarts` job metric).
+    pub(crate) fn restarts(&self, job: &str) -> Result<u64> {
+        num_restarts(&self.get(&format!("/jobs/{job}/metrics?get=numRestarts"))?)
     }
 
     /// Triggers a checkpoint of the configured type; the request id to poll.
@@ -99,6 +104,15 @@ fn source_records(job: &Value) -> Result<u64> {
         total += v["metrics"]["write-records"].as_u64().ok_or_else(bad)?;
     }
     Ok(total)
+}
+
+/// `[{"id": "numRestarts", "value": "3"}]`: Flink's job metrics answer values as strings.
+fn num_restarts(v: &Value) -> Result<u64> {
+    v.as_array()
+        .and_then(|metrics| metrics.iter().find(|m| m["id"] == "numRestarts"))
+        .and_then(|m| m["value"].as_str())
+        .and_then(|value| value.parse().ok())
+        .ok_or_else(|| Error::format("Flink /jobs/<id>/metrics?get=numRestarts answer", v.to_string()))
 }
 
 fn checkpoint_status(v: &Value) -> Result<CheckpointStatus> {
@@ -161,6 +175,15 @@ mod tests {
             "trigger_timestamp": 1_764_870_000_000u64, "latest_ack_timestamp": 1_764_870_000_640u64, "end_to_end_duration": 640});
         assert_eq!(checkpoint_duration_s(&details).unwrap(), 0.64);
         assert!(checkpoint_duration_s(&serde_json::json!({"status": "IN_PROGRESS"})).is_err());
+    }
+
+    #[test]
+    fn restarts_from_the_job_metric() {
+        assert_eq!(num_restarts(&serde_json::json!([{"id": "numRestarts", "value": "3"}])).unwrap(), 3);
+        // a job not yet running answers without the metric
+        let e = num_restarts(&serde_json::json!([])).unwrap_err().to_string();
+        assert!(e.contains("numRestarts"), "{e}");
+        assert!(num_restarts(&serde_json::json!([{"id": "numRestarts", "value": "-1"}])).is_err());
     }
 
     #[test]

@@ -44,9 +44,10 @@ pub struct ControllerConfig {
     pub lags: usize,
     /// Samples ahead the forecast looks; the decision plans for the highest load forecast in them.
     pub horizon: usize,
-    /// Mean seconds between failures. With it, the choice minimises the expected share of time
-    /// lost to checkpoints and recoveries ([`Objective::TimeLost`], weighing the checkpoint
-    /// durations measured); without it, Khaos's objective.
+    /// Mean seconds between failures expected before any is seen (the prior of [`Controller::mtbf_s`]).
+    /// With it, the choice minimises the expected share of time lost to checkpoints and
+    /// recoveries ([`Objective::TimeLost`], weighing the checkpoint durations measured and the
+    /// failures seen); without it, Khaos's objective.
     pub mtbf_s: Option<f64>,
 }
 
@@ -135,7 +136,11 @@ pub struct Controller {
     /// When the last checkpoint we triggered (or the start) was; the next is due an interval later.
     last_checkpoint_s: f64,
     in_flight: bool,
-    restarts_seen: u64,
+    /// When the controller started (the failures seen are counted from then).
+    start_s: f64,
+    /// Job failures since the start, and the last total the adapter reported (Flink's count).
+    failures: u64,
+    last_failure_total: Option<u64>,
     /// Durations of the last completed checkpoints, oldest first.
     checkpoint_durations: VecDeque<f64>,
 }
@@ -159,7 +164,9 @@ impl Controller {
             interval_s,
             last_checkpoint_s: now_s,
             in_flight: false,
-            restarts_seen: 0,
+            start_s: now_s,
+            failures: 0,
+            last_failure_total: None,
             checkpoint_durations: VecDeque::new(),
         })
     }
@@ -174,9 +181,26 @@ impl Controller {
         self.throughput.back().copied()
     }
 
-    /// Times the record count went backwards (the job restarted and its counters with it).
-    pub fn restarts_seen(&self) -> u64 {
-        self.restarts_seen
+    /// Job failures since the controller started.
+    pub fn failures(&self) -> u64 {
+        self.failures
+    }
+
+    /// The job's total of restarts as Flink counts them (`numRestarts`). The first report is the
+    /// baseline; a total that goes down (a new JobMaster counts from 0) is a new baseline.
+    pub fn failures_seen(&mut self, total: u64) {
+        if let Some(last) = self.last_failure_total.filter(|last| total >= *last) {
+            self.failures += total - last;
+        }
+        self.last_failure_total = Some(total);
+    }
+
+    /// The mean time between failures at `now_s`: the mean of the gamma posterior for a
+    /// failure rate whose prior is worth one failure in `--mtbf` seconds, i.e.
+    /// (prior + time observed) / (1 + failures seen). With none seen it grows with the time
+    /// observed; after many it tends to the observed mean. `None` without a prior.
+    pub fn mtbf_s(&self, now_s: f64) -> Option<f64> {
+        self.cfg.mtbf_s.map(|prior| (prior + (now_s - self.start_s).max(0.0)) / (1 + self.failures) as f64)
     }
 
     /// A poll at `now_s` (seconds, monotonic) that read `records` input records in all.
@@ -186,8 +210,9 @@ impl Controller {
     /// between two changes of the count, or 0 after [`STALE_AFTER_S`] without one.
     pub fn observe(&mut self, now_s: f64, records: u64) -> Vec<Action> {
         match self.last_change {
+            // The job restarted and its counters with it (Flink's numRestarts counts the failures:
+            // a restart's counters can go down several times while its subtasks come back).
             Some((_, r)) if records < r => {
-                self.restarts_seen += 1;
                 self.last_change = Some((now_s, records));
                 self.anchored = false;
             }
@@ -208,7 +233,7 @@ impl Controller {
         let can_forecast = self.throughput.len() >= samples_needed(self.cfg.lags);
         let decision_due = self.last_decision_s.is_none_or(|t| now_s - t >= self.cfg.decide_every_s) || can_forecast && !self.last_forecast;
         if decision_due && !self.throughput.is_empty() {
-            if let Some(plan) = self.decide() {
+            if let Some(plan) = self.decide(now_s) {
                 self.last_decision_s = Some(now_s);
                 self.last_forecast = matches!(plan.basis, LoadBasis::Forecast { .. });
                 self.interval_s = plan.decision.chosen.interval_s;
@@ -240,14 +265,14 @@ impl Controller {
         }
     }
 
-    fn objective(&self) -> Objective {
-        match self.cfg.mtbf_s {
+    fn objective(&self, now_s: f64) -> Objective {
+        match self.mtbf_s(now_s) {
             Some(mtbf_s) => Objective::TimeLost { checkpoint_s: self.checkpoint_cost_s(), mtbf_s },
             None => Objective::Khaos,
         }
     }
 
-    fn decide(&self) -> Option<Plan> {
+    fn decide(&self, now_s: f64) -> Option<Plan> {
         let history: Vec<f64> = self.throughput.iter().copied().collect();
         let seen = history.iter().copied().fold(0.0, f64::max);
         let (basis, load) = if history.len() >= samples_needed(self.cfg.lags) {
@@ -260,7 +285,7 @@ impl Controller {
             // evaluation 7 checkpoints in its first 75 s.
             (LoadBasis::Observed { samples: history.len() }, seen)
         };
-        let decision = choose(&self.cfg.constraints, self.objective(), load, |i, t| self.latency.predict(i, t), |i, t| self.recovery.predict(i, t)).ok()?;
+        let decision = choose(&self.cfg.constraints, self.objective(now_s), load, |i, t| self.latency.predict(i, t), |i, t| self.recovery.predict(i, t)).ok()?;
         Some(Plan { basis, decision })
     }
 }
@@ -374,8 +399,12 @@ mod tests {
         let mut c = controller();
         let mut records = 0;
         run(&mut c, 1, 20, 1_000, &mut records);
+        let samples = c.throughput.len();
         c.observe(21.0, 500);
-        assert_eq!(c.restarts_seen(), 1);
+        c.observe(22.0, 1_500);
+        assert_eq!(c.throughput.len(), samples, "the first change after the reset only anchors the clock");
+        c.observe(23.0, 2_500);
+        assert_eq!(c.throughput.back(), Some(&1_000.0));
         assert!(c.throughput.iter().all(|t| *t >= 0.0));
     }
 
@@ -433,7 +462,29 @@ mod tests {
         // the first decision (second 3) comes before the first checkpoint (second 10)
         let acts = run(&mut c, 1, 20, 2_000, &mut records);
         let d = acts.iter().find_map(|(_, a)| if let Action::Decided(p) = a { Some(&p.decision) } else { None }).unwrap();
-        assert_eq!(d.objective, Objective::TimeLost { checkpoint_s: 2.0, mtbf_s: 600.0 });
+        assert_eq!(d.objective, Objective::TimeLost { checkpoint_s: 2.0, mtbf_s: 603.0 }, "the prior 600 s and 3 s without a failure");
+    }
+
+    #[test]
+    fn the_mtbf_learns_from_the_failures_flink_counts_after_the_start() {
+        let (l, r) = models();
+        let cfg = ControllerConfig { mtbf_s: Some(160.0), ..ControllerConfig::default() };
+        let mut c = Controller::new(cfg, l, RecoveryPredictor::Regression(r), 100.0).unwrap();
+        assert_eq!(c.mtbf_s(100.0), Some(160.0), "the prior before anything is observed");
+        assert_eq!(c.mtbf_s(260.0), Some(320.0), "no failure in 160 s: (160 + 160) / 1");
+        c.failures_seen(5);
+        assert_eq!(c.failures(), 0, "restarts before the start are the baseline");
+        c.failures_seen(6);
+        c.failures_seen(6);
+        c.failures_seen(8);
+        assert_eq!(c.failures(), 3);
+        assert_eq!(c.mtbf_s(500.0), Some(140.0), "(160 + 400) / (1 + 3)");
+        c.failures_seen(1);
+        assert_eq!(c.failures(), 3, "a new JobMaster counting from 0 is a new baseline");
+        c.failures_seen(2);
+        assert_eq!(c.failures(), 4);
+        let (l, r) = models();
+        assert_eq!(Controller::new(ControllerConfig::default(), l, RecoveryPredictor::Regression(r), 0.0).unwrap().mtbf_s(1e6), None, "Khaos's objective has no MTBF");
     }
 
     #[test]

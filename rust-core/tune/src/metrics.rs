@@ -44,6 +44,7 @@ pub struct TuneMetrics {
     checkpoints_failed: Counter,
     last_checkpoint: GaugeF64,
     decision_checkpoint: GaugeF64,
+    decision_mtbf: GaugeF64,
     job_restarts: Counter,
 }
 
@@ -71,7 +72,8 @@ impl TuneMetrics {
         r.register("checkpoints_failed", "Triggered checkpoints that failed or could not be triggered", m.checkpoints_failed.clone());
         r.register_with_unit("last_checkpoint_duration", "Trigger to last acknowledgement of the last checkpoint the controller triggered, as Flink measured it", Unit::Seconds, m.last_checkpoint.clone());
         r.register_with_unit("decision_checkpoint_duration", "Checkpoint duration the last decision weighed (the time-lost objective only)", Unit::Seconds, m.decision_checkpoint.clone());
-        r.register("job_restarts", "Restarts of the job seen (its input record count went down)", m.job_restarts.clone());
+        r.register_with_unit("decision_mtbf", "Mean time between failures the last decision weighed (the time-lost objective only: the prior learned from the failures seen)", Unit::Seconds, m.decision_mtbf.clone());
+        r.register("job_restarts", "Restarts of the job since the controller started (Flink's numRestarts)", m.job_restarts.clone());
         m.max_latency.set(constraints.max_latency_ms);
         m.max_recovery.set(constraints.max_recovery_s);
         m.interval.set(start_interval_s);
@@ -88,8 +90,9 @@ impl TuneMetrics {
         self.predicted_latency.set(d.chosen.latency_ms);
         self.predicted_recovery.set(d.chosen.recovery_s);
         self.meets_constraints.set(d.chosen.meets_constraints as i64);
-        if let Objective::TimeLost { checkpoint_s, .. } = d.objective {
+        if let Objective::TimeLost { checkpoint_s, mtbf_s } = d.objective {
             self.decision_checkpoint.set(checkpoint_s);
+            self.decision_mtbf.set(mtbf_s);
         }
         for c in &d.candidates {
             let label = vec![("interval".to_string(), format!("{}", c.interval_s))];
@@ -99,14 +102,14 @@ impl TuneMetrics {
         }
     }
 
-    pub fn observed(&self, throughput: Option<f64>, restarts_seen: u64) {
+    pub fn observed(&self, throughput: Option<f64>, failures: u64) {
         if let Some(t) = throughput {
             self.observed_throughput.set(t);
         }
-        // The controller counts restarts; the counter catches up with it.
+        // The controller counts the failures; the counter catches up with it.
         let seen = self.job_restarts.get();
-        if restarts_seen > seen {
-            self.job_restarts.inc_by(restarts_seen - seen);
+        if failures > seen {
+            self.job_restarts.inc_by(failures - seen);
         }
     }
 
@@ -194,5 +197,6 @@ mod tests {
         assert_eq!(value(&text, "fragstate_tune_job_restarts_total"), 1.0);
         assert_eq!(value(&text, "fragstate_tune_observed_throughput"), 0.0);
         assert_eq!(value(&text, "fragstate_tune_decision_checkpoint_duration_seconds"), 0.7);
+        assert_eq!(value(&text, "fragstate_tune_decision_mtbf_seconds"), 600.0);
     }
 }

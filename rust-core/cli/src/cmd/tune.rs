@@ -58,7 +58,9 @@ pub(crate) struct TuneArgs {
     /// interval chosen among those meeting both constraints is the one that loses the least time
     /// to checkpoints (their measured durations) and recoveries (the predicted ones, one per
     /// MTBF); without it, Khaos's objective (latency/constraint + recovery/constraint), which
-    /// picks the shortest interval whenever checkpoints cost no measurable latency.
+    /// picks the shortest interval whenever checkpoints cost no measurable latency. This is the
+    /// prior: the MTBF weighed is (this + seconds running) / (1 + restarts Flink counted since
+    /// the start), so the job's own failures take over as they accumulate.
     #[arg(long, value_parser = parse_secs)]
     mtbf: Option<Duration>,
     /// Candidate intervals in seconds, comma-separated.
@@ -182,6 +184,7 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
     };
     let start = Instant::now();
     let mut pending: Option<(String, f64)> = None;
+    let mut restarts_unreadable = false;
     while a.seconds.is_none_or(|s| start.elapsed() < s) {
         let now = start.elapsed().as_secs_f64();
         match rest.source_records(&job) {
@@ -205,11 +208,20 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
                         }
                     }
                 }
-                metrics.observed(ctl.last_throughput(), ctl.restarts_seen());
             }
             // A job that is restarting answers without metrics for a moment.
             Err(e) => eprintln!("fragstate tune: cannot read the job's records (polling on): {e}"),
         }
+        match rest.restarts(&job) {
+            Ok(total) => ctl.failures_seen(total),
+            Err(e) if !restarts_unreadable => {
+                // said once: the MTBF then stays at what the failures already seen give
+                restarts_unreadable = true;
+                eprintln!("fragstate tune: cannot read the job's restarts (polling on, said once): {e}");
+            }
+            Err(_) => {}
+        }
+        metrics.observed(ctl.last_throughput(), ctl.failures());
         if let Some((request, asked)) = &pending {
             let mut completed = None;
             let status = rest.checkpoint_status(&job, request);
@@ -239,7 +251,7 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
         }
         std::thread::sleep(a.poll_every);
     }
-    println!("{}", json!({"event": "stopped", "t": start.elapsed().as_secs_f64(), "interval_s": ctl.interval_s(), "restarts_seen": ctl.restarts_seen()}));
+    println!("{}", json!({"event": "stopped", "t": start.elapsed().as_secs_f64(), "interval_s": ctl.interval_s(), "failures": ctl.failures()}));
     Ok(())
 }
 

@@ -80,6 +80,10 @@ impl ControllerConfig {
 /// Seconds without a change of the record count after which the job counts as idle (a 0 sample).
 pub const STALE_AFTER_S: f64 = 60.0;
 
+/// Restarts closer than this to the previous one count as one failure: one TaskManager killed in
+/// the 2026-12-04 evaluation failed two regions 1.1 s apart, and Flink counted two restarts.
+pub const SAME_FAILURE_WITHIN_S: f64 = 30.0;
+
 /// The checkpoint duration the time-lost objective weighs until one has been measured.
 pub const ASSUMED_CHECKPOINT_S: f64 = 1.0;
 
@@ -138,9 +142,11 @@ pub struct Controller {
     in_flight: bool,
     /// When the controller started (the failures seen are counted from then).
     start_s: f64,
-    /// Job failures since the start, and the last total the adapter reported (Flink's count).
+    /// Job failures since the start, the last restart total the adapter reported (Flink's
+    /// count), and when that total last rose.
     failures: u64,
-    last_failure_total: Option<u64>,
+    last_restart_total: Option<u64>,
+    last_restart_s: Option<f64>,
     /// Durations of the last completed checkpoints, oldest first.
     checkpoint_durations: VecDeque<f64>,
 }
@@ -166,7 +172,8 @@ impl Controller {
             in_flight: false,
             start_s: now_s,
             failures: 0,
-            last_failure_total: None,
+            last_restart_total: None,
+            last_restart_s: None,
             checkpoint_durations: VecDeque::new(),
         })
     }
@@ -186,13 +193,17 @@ impl Controller {
         self.failures
     }
 
-    /// The job's total of restarts as Flink counts them (`numRestarts`). The first report is the
-    /// baseline; a total that goes down (a new JobMaster counts from 0) is a new baseline.
-    pub fn failures_seen(&mut self, total: u64) {
-        if let Some(last) = self.last_failure_total.filter(|last| total >= *last) {
-            self.failures += total - last;
+    /// The job's total of restarts at `now_s` as Flink counts them (`numRestarts`). The first
+    /// report is the baseline; a total that goes down (a new JobMaster counts from 0) is a new
+    /// baseline. Restarts within [`SAME_FAILURE_WITHIN_S`] of the previous one are the same failure.
+    pub fn restarts_seen(&mut self, now_s: f64, total: u64) {
+        if self.last_restart_total.is_some_and(|last| total > last) {
+            if self.last_restart_s.is_none_or(|t| now_s - t > SAME_FAILURE_WITHIN_S) {
+                self.failures += 1;
+            }
+            self.last_restart_s = Some(now_s);
         }
-        self.last_failure_total = Some(total);
+        self.last_restart_total = Some(total);
     }
 
     /// The mean time between failures at `now_s`: the mean of the gamma posterior for a
@@ -472,16 +483,20 @@ mod tests {
         let mut c = Controller::new(cfg, l, RecoveryPredictor::Regression(r), 100.0).unwrap();
         assert_eq!(c.mtbf_s(100.0), Some(160.0), "the prior before anything is observed");
         assert_eq!(c.mtbf_s(260.0), Some(320.0), "no failure in 160 s: (160 + 160) / 1");
-        c.failures_seen(5);
+        c.restarts_seen(101.0, 5);
         assert_eq!(c.failures(), 0, "restarts before the start are the baseline");
-        c.failures_seen(6);
-        c.failures_seen(6);
-        c.failures_seen(8);
+        c.restarts_seen(150.0, 6);
+        c.restarts_seen(151.0, 7);
+        c.restarts_seen(175.0, 9);
+        assert_eq!(c.failures(), 1, "restarts 1 s and then 24 s apart: one failure");
+        c.restarts_seen(206.0, 9);
+        c.restarts_seen(207.0, 10);
+        c.restarts_seen(300.0, 11);
         assert_eq!(c.failures(), 3);
         assert_eq!(c.mtbf_s(500.0), Some(140.0), "(160 + 400) / (1 + 3)");
-        c.failures_seen(1);
+        c.restarts_seen(400.0, 1);
         assert_eq!(c.failures(), 3, "a new JobMaster counting from 0 is a new baseline");
-        c.failures_seen(2);
+        c.restarts_seen(450.0, 2);
         assert_eq!(c.failures(), 4);
         let (l, r) = models();
         assert_eq!(Controller::new(ControllerConfig::default(), l, RecoveryPredictor::Regression(r), 0.0).unwrap().mtbf_s(1e6), None, "Khaos's objective has no MTBF");

@@ -59,8 +59,9 @@ pub(crate) struct TuneArgs {
     /// to checkpoints (their measured durations) and recoveries (the predicted ones, one per
     /// MTBF); without it, Khaos's objective (latency/constraint + recovery/constraint), which
     /// picks the shortest interval whenever checkpoints cost no measurable latency. This is the
-    /// prior: the MTBF weighed is (this + seconds running) / (1 + restarts Flink counted since
-    /// the start), so the job's own failures take over as they accumulate.
+    /// prior: the MTBF weighed is (this + seconds running) / (1 + failures since the start), a
+    /// failure being Flink's restarts less than 30 s apart, so the job's own failures take over
+    /// as they accumulate.
     #[arg(long, value_parser = parse_secs)]
     mtbf: Option<Duration>,
     /// Candidate intervals in seconds, comma-separated.
@@ -213,7 +214,7 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
             Err(e) => eprintln!("fragstate tune: cannot read the job's records (polling on): {e}"),
         }
         match rest.restarts(&job) {
-            Ok(total) => ctl.failures_seen(total),
+            Ok(total) => ctl.restarts_seen(now, total),
             Err(e) if !restarts_unreadable => {
                 // said once: the MTBF then stays at what the failures already seen give
                 restarts_unreadable = true;

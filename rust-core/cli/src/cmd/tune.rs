@@ -214,7 +214,13 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
             Err(e) => eprintln!("fragstate tune: cannot read the job's records (polling on): {e}"),
         }
         match rest.restarts(&job) {
-            Ok(total) => ctl.restarts_seen(now, total),
+            Ok(total) => {
+                let before = ctl.failures();
+                ctl.restarts_seen(now, total);
+                if ctl.failures() > before {
+                    println!("{}", json!({"event": "failure", "t": now, "failures": ctl.failures(), "flink_restarts": total}));
+                }
+            }
             Err(e) if !restarts_unreadable => {
                 // said once: the MTBF then stays at what the failures already seen give
                 restarts_unreadable = true;

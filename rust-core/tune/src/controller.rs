@@ -206,8 +206,8 @@ impl Controller {
         self.last_restart_total = Some(total);
     }
 
-    /// The mean time between failures at `now_s`: the mean of the gamma posterior for a
-    /// failure rate whose prior is worth one failure in `--mtbf` seconds, i.e.
+    /// The mean time between failures at `now_s`: the reciprocal of the posterior mean failure
+    /// rate under a gamma prior worth one failure in `--mtbf` seconds, i.e.
     /// (prior + time observed) / (1 + failures seen). With none seen it grows with the time
     /// observed; after many it tends to the observed mean. `None` without a prior.
     pub fn mtbf_s(&self, now_s: f64) -> Option<f64> {

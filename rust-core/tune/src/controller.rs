@@ -326,8 +326,13 @@ mod tests {
     }
 
     fn controller() -> Controller {
+        controller_with(ControllerConfig { history: 20, horizon: 5, decide_every_s: 10.0, ..ControllerConfig::default() })
+    }
+
+    /// A controller on [`models`] with the regression's recovery, started at 0.
+    fn controller_with(cfg: ControllerConfig) -> Controller {
         let (l, r) = models();
-        Controller::new(ControllerConfig { history: 20, horizon: 5, decide_every_s: 10.0, ..ControllerConfig::default() }, l, RecoveryPredictor::Regression(r), 0.0).unwrap()
+        Controller::new(cfg, l, RecoveryPredictor::Regression(r), 0.0).unwrap()
     }
 
     /// Polls once a second from `from` for `secs` seconds at `rate` records/s, starting at `records`; the actions.
@@ -367,9 +372,7 @@ mod tests {
 
     #[test]
     fn before_a_forecast_the_highest_sample_seen_is_planned_for() {
-        let (l, r) = models();
-        let cfg = ControllerConfig { history: 20, horizon: 5, decide_every_s: 1.0, ..ControllerConfig::default() };
-        let mut c = Controller::new(cfg, l, RecoveryPredictor::Regression(r), 0.0).unwrap();
+        let mut c = controller_with(ControllerConfig { history: 20, horizon: 5, decide_every_s: 1.0, ..ControllerConfig::default() });
         let mut records = 0;
         let mut acts = run(&mut c, 1, 3, 2_000, &mut records);
         acts.extend(run(&mut c, 4, 2, 8_000, &mut records));
@@ -436,9 +439,7 @@ mod tests {
 
     #[test]
     fn a_steep_rise_is_planned_for_at_most_a_quarter_above_the_highest_load_seen() {
-        let (l, r) = models();
-        let cfg = ControllerConfig { history: 20, horizon: 20, decide_every_s: 10.0, ..ControllerConfig::default() };
-        let mut c = Controller::new(cfg, l, RecoveryPredictor::Regression(r), 0.0).unwrap();
+        let mut c = controller_with(ControllerConfig { history: 20, horizon: 20, decide_every_s: 10.0, ..ControllerConfig::default() });
         let mut records = 0;
         run(&mut c, 1, 10, 1_000, &mut records);
         let mut planned = Vec::new();
@@ -459,9 +460,7 @@ mod tests {
 
     #[test]
     fn the_time_lost_objective_weighs_the_mean_of_the_last_checkpoints_measured() {
-        let (l, r) = models();
-        let cfg = ControllerConfig { history: 20, horizon: 5, decide_every_s: 10.0, mtbf_s: Some(600.0), ..ControllerConfig::default() };
-        let mut c = Controller::new(cfg, l, RecoveryPredictor::Regression(r), 0.0).unwrap();
+        let mut c = controller_with(ControllerConfig { history: 20, horizon: 5, decide_every_s: 10.0, mtbf_s: Some(600.0), ..ControllerConfig::default() });
         assert_eq!(c.checkpoint_cost_s(), ASSUMED_CHECKPOINT_S);
         c.checkpoint_ended(None);
         assert_eq!(c.checkpoint_cost_s(), ASSUMED_CHECKPOINT_S, "a failed checkpoint has no duration");

@@ -73,7 +73,7 @@ impl TuneMetrics {
         r.register_with_unit("last_checkpoint_duration", "Trigger to last acknowledgement of the last checkpoint the controller triggered, as Flink measured it", Unit::Seconds, m.last_checkpoint.clone());
         r.register_with_unit("decision_checkpoint_duration", "Checkpoint duration the last decision weighed (the time-lost objective only)", Unit::Seconds, m.decision_checkpoint.clone());
         r.register_with_unit("decision_mtbf", "Mean time between failures the last decision weighed (the time-lost objective only: the prior learned from the failures seen)", Unit::Seconds, m.decision_mtbf.clone());
-        r.register("job_restarts", "Restarts of the job since the controller started (Flink's numRestarts)", m.job_restarts.clone());
+        r.register("job_restarts", "Failures of the job since the controller started (Flink's numRestarts, restarts less than 30 s apart counted once)", m.job_restarts.clone());
         m.max_latency.set(constraints.max_latency_ms);
         m.max_recovery.set(constraints.max_recovery_s);
         m.interval.set(start_interval_s);

@@ -215,9 +215,7 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
         }
         match rest.restarts(&job) {
             Ok(total) => {
-                let before = ctl.failures();
-                ctl.restarts_seen(now, total);
-                if ctl.failures() > before {
+                if ctl.restarts_seen(now, total) {
                     println!("{}", json!({"event": "failure", "t": now, "failures": ctl.failures(), "flink_restarts": total}));
                 }
             }

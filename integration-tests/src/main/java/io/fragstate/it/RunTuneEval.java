@@ -191,7 +191,7 @@ public final class RunTuneEval {
                             "interval_s", n.path("decision").path("chosen").path("interval_s").asDouble(),
                             "throughput", n.path("decision").path("throughput").asDouble(),
                             "meets_constraints", n.path("decision").path("chosen").path("meets_constraints").asBoolean(),
-                            // "observed" (the highest sample seen) or "forecast"
+                            // "observed" (the highest sample seen) or "forecast" (all decisions were, before the basis was logged)
                             "basis", n.path("basis").fieldNames().hasNext() ? n.path("basis").fieldNames().next() : "forecast"));
                     case "checkpoint" -> checkpoints++;
                     default -> { }

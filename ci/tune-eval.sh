@@ -14,7 +14,9 @@
 #      figures (figures.json beside the experiments), told the run's failure rate (--mtbf: minutes
 #      x 60 / kills) so that it weighs checkpoint time against recovery time; controller-regression:
 #      the same with the regression fitted to the experiments; controller-khaos (not run by
-#      default): Khaos's own objective, latency/constraint + recovery/constraint;
+#      default): Khaos's own objective, latency/constraint + recovery/constraint; controller-budget
+#      (not run by default): fragstate's figures under a checkpoint budget of 0.4 % of the time
+#      (--checkpoint-budget, planned over the experiments run's input rate), candidates to 300 s;
 # then ci/lib/tune_report.py: DIR/RESULTS.md, DIR/summary.json and PNG plots.
 #
 #   ci/tune-eval.sh                      # the whole evaluation (~90 min: 20 + 6 x 8 min + start-ups)
@@ -108,6 +110,13 @@ for r in $runs; do
   elif [ "$r" = controller-khaos ]; then
     run --mode controller --experiments "$experiments" --minutes "$minutes" --kills "$kills" "${figures[@]}" \
       --objective khaos --name controller-khaos || failed+=("$r")
+  elif [ "$r" = controller-budget ]; then
+    # at most 0.4 % of the time checkpointing (fixed 120 s spent 0.45-0.6 s per checkpoint in the
+    # evaluations: 0.4-0.5 %), planned over the experiments run's input rate; candidates up to
+    # 300 s so that calm hours can pay for the peaks
+    run --mode controller --experiments "$experiments" --minutes "$minutes" --kills "$kills" "${figures[@]}" \
+      --checkpoint-budget 0.004 --candidates 10,20,30,40,50,60,70,80,90,100,110,120,150,180,240,300 \
+      --name controller-budget || failed+=("$r")
   elif [[ "$r" == controller:* ]]; then
     # controller:LATENCY_MS:RECOVERY_S — the controller under other constraints than Khaos's defaults
     IFS=: read -r _ lat rec <<<"$r"

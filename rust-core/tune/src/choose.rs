@@ -57,23 +57,35 @@ pub enum Objective {
     /// a checkpoint taking `checkpoint_s` every interval, plus one recovery every `mtbf_s` on
     /// average — `checkpoint_s / interval + recovery / mtbf_s`. A longer interval costs less
     /// checkpointing and, at a high load, much longer recoveries; the balance moves with the load.
+    /// Under a checkpoint budget the checkpoint term is weighed `checkpoint_price` times (see
+    /// [`crate::budget`]); 1 without one.
     TimeLost {
         /// Seconds one checkpoint takes (measured, see `Controller`).
         checkpoint_s: f64,
         /// Mean seconds between failures.
         mtbf_s: f64,
+        /// How many seconds of lost time one second of checkpointing counts for (≥ 1).
+        checkpoint_price: f64,
     },
 }
 
 impl Objective {
-    /// `checkpoint_s` finite and ≥ 0, `mtbf_s` finite and > 0.
+    /// The time lost, a second of checkpointing counting as one (no budget).
+    pub fn time_lost(checkpoint_s: f64, mtbf_s: f64) -> Objective {
+        Objective::TimeLost { checkpoint_s, mtbf_s, checkpoint_price: 1.0 }
+    }
+
+    /// `checkpoint_s` finite and ≥ 0, `mtbf_s` finite and > 0, `checkpoint_price` finite and ≥ 1.
     pub fn validate(&self) -> Result<()> {
-        if let Objective::TimeLost { checkpoint_s, mtbf_s } = *self {
+        if let Objective::TimeLost { checkpoint_s, mtbf_s, checkpoint_price } = *self {
             if !(checkpoint_s.is_finite() && checkpoint_s >= 0.0) {
                 return Err(Error::invalid("checkpoint duration (s)", checkpoint_s, "a finite number ≥ 0"));
             }
             if !(mtbf_s.is_finite() && mtbf_s > 0.0) {
                 return Err(Error::invalid("mean time between failures (s)", mtbf_s, "a finite number > 0"));
+            }
+            if !(checkpoint_price.is_finite() && checkpoint_price >= 1.0) {
+                return Err(Error::invalid("checkpoint price", checkpoint_price, "a finite number ≥ 1"));
             }
         }
         Ok(())
@@ -82,7 +94,7 @@ impl Objective {
     fn score(&self, c: &Constraints, interval_s: f64, latency_ms: f64, recovery_s: f64) -> f64 {
         match *self {
             Objective::Khaos => latency_ms / c.max_latency_ms + recovery_s / c.max_recovery_s,
-            Objective::TimeLost { checkpoint_s, mtbf_s } => checkpoint_s / interval_s + recovery_s / mtbf_s,
+            Objective::TimeLost { checkpoint_s, mtbf_s, checkpoint_price } => checkpoint_price * checkpoint_s / interval_s + recovery_s / mtbf_s,
         }
     }
 }
@@ -232,9 +244,9 @@ mod tests {
         assert!(e.contains("latency") && e.contains("> 0"), "{e}");
         let e = choose(&Constraints::default(), Objective::Khaos, f64::NAN, latency, recovery).unwrap_err().to_string();
         assert!(e.contains("throughput"), "{e}");
-        let e = choose(&Constraints::default(), Objective::TimeLost { checkpoint_s: 1.0, mtbf_s: 0.0 }, 1.0, latency, recovery).unwrap_err().to_string();
+        let e = choose(&Constraints::default(), Objective::time_lost(1.0, 0.0), 1.0, latency, recovery).unwrap_err().to_string();
         assert!(e.contains("between failures") && e.contains("> 0"), "{e}");
-        let e = choose(&Constraints::default(), Objective::TimeLost { checkpoint_s: f64::NAN, mtbf_s: 60.0 }, 1.0, latency, recovery).unwrap_err().to_string();
+        let e = choose(&Constraints::default(), Objective::time_lost(f64::NAN, 60.0), 1.0, latency, recovery).unwrap_err().to_string();
         assert!(e.contains("checkpoint duration") && e.contains("≥ 0"), "{e}");
     }
 
@@ -259,7 +271,7 @@ mod tests {
     #[test]
     fn time_lost_lengthens_the_interval_at_low_load_and_shortens_it_at_high_load() {
         let c = Constraints::default();
-        let objective = Objective::TimeLost { checkpoint_s: 0.6, mtbf_s: 3_600.0 };
+        let objective = Objective::time_lost(0.6, 3_600.0);
         let at = |t: f64| choose(&c, objective, t, flat_latency, replay_recovery).unwrap().chosen.interval_s;
         // cost = 0.6/i + (6 + i·t/10,000)/3,600, least at i = √(0.6 · 3,600 · 10,000 / t):
         // 208 s at 500/s (beyond the longest candidate), 66 s at 5,000/s, 38 s at 15,000/s.
@@ -272,10 +284,26 @@ mod tests {
     fn time_lost_is_young_s_optimum_among_the_candidates() {
         // recovery 5 + i: cost 1/i + (5 + i)/4,900 is least at i = √4,900 = 70 s.
         let c = Constraints::default();
-        let d = choose(&c, Objective::TimeLost { checkpoint_s: 1.0, mtbf_s: 4_900.0 }, 1.0, flat_latency, |i, _| 5.0 + i).unwrap();
+        let d = choose(&c, Objective::time_lost(1.0, 4_900.0), 1.0, flat_latency, |i, _| 5.0 + i).unwrap();
         assert_eq!(d.chosen.interval_s, 70.0, "{d:?}");
         assert!((d.chosen.score - (1.0 / 70.0 + 75.0 / 4_900.0)).abs() < 1e-12);
-        assert_eq!(d.objective, Objective::TimeLost { checkpoint_s: 1.0, mtbf_s: 4_900.0 });
+        assert_eq!(d.objective, Objective::time_lost(1.0, 4_900.0));
+    }
+
+    #[test]
+    fn a_higher_checkpoint_price_lengthens_the_interval_by_its_square_root() {
+        // recovery 5 + i: cost p/i + (5 + i)/900 is least at i = √(900 p): 30 s at p = 1, 60 s at p = 4.
+        let c = Constraints::default();
+        let at = |price: f64| {
+            let objective = Objective::TimeLost { checkpoint_s: 1.0, mtbf_s: 900.0, checkpoint_price: price };
+            choose(&c, objective, 1.0, flat_latency, |i, _| 5.0 + i).unwrap().chosen.interval_s
+        };
+        assert_eq!(at(1.0), 30.0);
+        assert_eq!(at(4.0), 60.0);
+        let e = choose(&c, Objective::TimeLost { checkpoint_s: 1.0, mtbf_s: 900.0, checkpoint_price: 0.5 }, 1.0, flat_latency, |i, _| i)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("checkpoint price") && e.contains("≥ 1"), "{e}");
     }
 
     #[test]
@@ -283,7 +311,7 @@ mod tests {
         // Checkpoints so dear that the longest interval would be cheapest, but recoveries
         // beyond 40 s are not allowed: the longest interval that keeps recovery within 40 s.
         let c = Constraints { max_recovery_s: 40.0, ..Constraints::default() };
-        let d = choose(&c, Objective::TimeLost { checkpoint_s: 30.0, mtbf_s: 600.0 }, 1.0, flat_latency, |i, _| 5.0 + i / 2.0).unwrap();
+        let d = choose(&c, Objective::time_lost(30.0, 600.0), 1.0, flat_latency, |i, _| 5.0 + i / 2.0).unwrap();
         assert!(d.chosen.meets_constraints);
         assert_eq!(d.chosen.interval_s, 70.0, "{d:?}");
     }

@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use fragstate_core::{Error, Result};
 use serde::Serialize;
 
+use crate::budget::{BudgetPrice, CheckpointBudget};
 use crate::choose::{choose, Constraints, Decision, Objective};
 use crate::forecast::{forecast_throughput, samples_needed};
 use crate::model::Model;
@@ -49,11 +50,29 @@ pub struct ControllerConfig {
     /// recoveries ([`Objective::TimeLost`], weighing the checkpoint durations measured and the
     /// failures seen); without it, Khaos's objective.
     pub mtbf_s: Option<f64>,
+    /// The share of time checkpoints may take ([`crate::budget`]; needs `mtbf_s`): checkpoint
+    /// time is priced so that the plan spends the budget over the load profile, and no
+    /// checkpoint starts while the time spent is over the budget's share of the time elapsed.
+    pub checkpoint_budget: Option<f64>,
+    /// The job's load over a representative stretch (input records per second, any sampling
+    /// rate; e.g. Khaos's steady state over a day) that the budget's price plans over; empty:
+    /// the throughput seen since the start.
+    #[serde(skip)]
+    pub load_profile: Vec<f64>,
 }
 
 impl Default for ControllerConfig {
     fn default() -> Self {
-        ControllerConfig { constraints: Constraints::default(), decide_every_s: 30.0, history: 300, lags: 2, horizon: 30, mtbf_s: None }
+        ControllerConfig {
+            constraints: Constraints::default(),
+            decide_every_s: 30.0,
+            history: 300,
+            lags: 2,
+            horizon: 30,
+            mtbf_s: None,
+            checkpoint_budget: None,
+            load_profile: Vec::new(),
+        }
     }
 }
 
@@ -71,7 +90,16 @@ impl ControllerConfig {
             return Err(Error::invalid("forecast horizon (polls)", 0, "≥ 1"));
         }
         if let Some(mtbf_s) = self.mtbf_s {
-            Objective::TimeLost { checkpoint_s: ASSUMED_CHECKPOINT_S, mtbf_s }.validate()?;
+            Objective::time_lost(ASSUMED_CHECKPOINT_S, mtbf_s).validate()?;
+        }
+        if let Some(share) = self.checkpoint_budget {
+            CheckpointBudget::new(share)?;
+            if self.mtbf_s.is_none() {
+                return Err(Error::invalid("checkpoint budget", share, "set together with the mean time between failures (it prices checkpoint time in the time-lost objective)"));
+            }
+        }
+        if let Some(bad) = self.load_profile.iter().find(|t| !(t.is_finite() && **t >= 0.0)) {
+            return Err(Error::invalid("load profile sample (records/s)", bad, "a finite number ≥ 0"));
         }
         Ok(())
     }
@@ -104,11 +132,13 @@ pub enum Action {
     Decided(Plan),
 }
 
-/// A decision and what its load came from.
+/// A decision, what its load came from and, under a checkpoint budget, the price it set.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Plan {
     pub basis: LoadBasis,
     pub decision: Decision,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetPrice>,
 }
 
 /// Where the load a decision planned for came from.
@@ -149,6 +179,9 @@ pub struct Controller {
     last_restart_s: Option<f64>,
     /// Durations of the last completed checkpoints, oldest first.
     checkpoint_durations: VecDeque<f64>,
+    /// Seconds of all completed checkpoints since the start.
+    checkpoint_spent_s: f64,
+    budget: Option<CheckpointBudget>,
 }
 
 impl Controller {
@@ -158,6 +191,7 @@ impl Controller {
     pub fn new(cfg: ControllerConfig, latency: Model, recovery: RecoveryPredictor, now_s: f64) -> Result<Controller> {
         cfg.validate()?;
         let interval_s = cfg.constraints.candidates_s.iter().copied().fold(f64::INFINITY, f64::min);
+        let budget = cfg.checkpoint_budget.map(CheckpointBudget::new).transpose()?;
         Ok(Controller {
             cfg,
             latency,
@@ -175,6 +209,8 @@ impl Controller {
             last_restart_total: None,
             last_restart_s: None,
             checkpoint_durations: VecDeque::new(),
+            checkpoint_spent_s: 0.0,
+            budget,
         })
     }
 
@@ -186,6 +222,11 @@ impl Controller {
     /// The last throughput sample (input records per second), if any.
     pub fn last_throughput(&self) -> Option<f64> {
         self.throughput.back().copied()
+    }
+
+    /// Seconds of all the checkpoints completed since the start.
+    pub fn checkpoint_spent_s(&self) -> f64 {
+        self.checkpoint_spent_s
     }
 
     /// Job failures since the controller started.
@@ -252,7 +293,8 @@ impl Controller {
                 actions.push(Action::Decided(plan));
             }
         }
-        if !self.in_flight && now_s - self.last_checkpoint_s >= self.interval_s {
+        let within_budget = self.budget.is_none_or(|b| b.allows(self.checkpoint_spent_s, now_s - self.start_s));
+        if !self.in_flight && now_s - self.last_checkpoint_s >= self.interval_s && within_budget {
             self.in_flight = true;
             self.last_checkpoint_s = now_s;
             actions.push(Action::Checkpoint);
@@ -266,6 +308,7 @@ impl Controller {
         self.in_flight = false;
         if let Some(d) = duration_s.filter(|d| d.is_finite() && *d >= 0.0) {
             push_bounded(&mut self.checkpoint_durations, d, CHECKPOINT_DURATIONS_KEPT);
+            self.checkpoint_spent_s += d;
         }
     }
 
@@ -277,11 +320,26 @@ impl Controller {
         }
     }
 
-    fn objective(&self, now_s: f64) -> Objective {
-        match self.mtbf_s(now_s) {
-            Some(mtbf_s) => Objective::TimeLost { checkpoint_s: self.checkpoint_cost_s(), mtbf_s },
-            None => Objective::Khaos,
-        }
+    /// Khaos's objective without an MTBF; else the time lost, checkpoint time at the price the
+    /// budget sets over `history` (or the load profile given) if there is one.
+    fn objective(&self, now_s: f64, history: &[f64]) -> Result<(Objective, Option<BudgetPrice>)> {
+        let Some(mtbf_s) = self.mtbf_s(now_s) else {
+            return Ok((Objective::Khaos, None));
+        };
+        let checkpoint_s = self.checkpoint_cost_s();
+        let Some(budget) = self.budget else {
+            return Ok((Objective::time_lost(checkpoint_s, mtbf_s), None));
+        };
+        let loads = if self.cfg.load_profile.is_empty() { history } else { &self.cfg.load_profile };
+        let price = budget.price(checkpoint_s, loads, |checkpoint_price, load| {
+            let objective = Objective::TimeLost { checkpoint_s, mtbf_s, checkpoint_price };
+            Ok(self.choose(objective, load)?.chosen.interval_s)
+        })?;
+        Ok((Objective::TimeLost { checkpoint_s, mtbf_s, checkpoint_price: price.price }, Some(price)))
+    }
+
+    fn choose(&self, objective: Objective, load: f64) -> Result<Decision> {
+        choose(&self.cfg.constraints, objective, load, |i, t| self.latency.predict(i, t), |i, t| self.recovery.predict(i, t))
     }
 
     /// Whether the history holds the samples the forecast needs.
@@ -302,8 +360,9 @@ impl Controller {
             // evaluation 7 checkpoints in its first 75 s.
             (LoadBasis::Observed { samples: history.len() }, seen)
         };
-        let decision = choose(&self.cfg.constraints, self.objective(now_s), load, |i, t| self.latency.predict(i, t), |i, t| self.recovery.predict(i, t)).ok()?;
-        Some(Plan { basis, decision })
+        let (objective, budget) = self.objective(now_s, &history).ok()?;
+        let decision = self.choose(objective, load).ok()?;
+        Some(Plan { basis, decision, budget })
     }
 }
 
@@ -452,7 +511,7 @@ mod tests {
         for (k, s) in (11..40).enumerate() {
             let rate = (1_000.0 * 1.15f64.powi(k as i32)) as u64;
             for (_, a) in run(&mut c, s, 1, rate, &mut records) {
-                if let Action::Decided(Plan { basis: LoadBasis::Forecast { .. }, decision }) = a {
+                if let Action::Decided(Plan { basis: LoadBasis::Forecast { .. }, decision, .. }) = a {
                     planned.push((decision.throughput, rate as f64));
                 }
             }
@@ -478,7 +537,75 @@ mod tests {
         // the first decision (second 3) comes before the first checkpoint (second 10)
         let acts = run(&mut c, 1, 20, 2_000, &mut records);
         let d = acts.iter().find_map(|(_, a)| if let Action::Decided(p) = a { Some(&p.decision) } else { None }).unwrap();
-        assert_eq!(d.objective, Objective::TimeLost { checkpoint_s: 2.0, mtbf_s: 603.0 }, "the prior 600 s and 3 s without a failure");
+        assert_eq!(d.objective, Objective::time_lost(2.0, 603.0), "the prior 600 s and 3 s without a failure");
+    }
+
+    /// The interval of every decision and the seconds of every checkpoint.
+    fn decisions_and_checkpoints(acts: &[(u64, Action)]) -> (Vec<(u64, f64, f64)>, Vec<u64>) {
+        let decided = acts
+            .iter()
+            .filter_map(|(s, a)| match a {
+                Action::Decided(p) => Some((*s, p.decision.chosen.interval_s, p.budget.map_or(1.0, |b| b.price))),
+                Action::Checkpoint => None,
+            })
+            .collect();
+        (decided, acts.iter().filter(|(_, a)| *a == Action::Checkpoint).map(|(s, _)| *s).collect())
+    }
+
+    #[test]
+    fn a_checkpoint_budget_prices_checkpoint_time_and_the_bank_holds_it() {
+        // At 2,000 records/s the time lost is least at 40–70 s (0.5/i + (5 + 0.2 i)/MTBF, the MTBF
+        // growing from 600 s while nothing fails): 0.7–1.25 % of the time in 0.5 s checkpoints.
+        // A budget of 0.5 % allows one every 100 s.
+        let cfg = |budget| ControllerConfig { history: 20, horizon: 5, decide_every_s: 10.0, mtbf_s: Some(600.0), checkpoint_budget: budget, ..ControllerConfig::default() };
+        let mut free = controller_with(cfg(None));
+        let mut budgeted = controller_with(cfg(Some(0.005)));
+        let (mut r1, mut r2) = (0, 0);
+        let (free_decided, free_checkpoints) = decisions_and_checkpoints(&run(&mut free, 1, 1_200, 2_000, &mut r1));
+        let (decided, checkpoints) = decisions_and_checkpoints(&run(&mut budgeted, 1, 1_200, 2_000, &mut r2));
+        assert!(free_decided.iter().all(|d| d.1 <= 70.0 && d.2 == 1.0), "{free_decided:?}");
+        assert!(free.checkpoint_spent_s() > 0.005 * 1_200.0 + 0.5, "{free_checkpoints:?}");
+        let (_, interval, price) = *decided.last().unwrap();
+        assert!(interval >= 100.0 && price > 1.0, "{decided:?}");
+        assert!(budgeted.checkpoint_spent_s() <= 0.005 * 1_200.0 + 0.5, "{} s in {checkpoints:?}", budgeted.checkpoint_spent_s());
+        assert!(checkpoints.len() >= 10, "the budget is spent, not hoarded: {checkpoints:?}");
+    }
+
+    #[test]
+    fn the_bank_holds_a_checkpoint_the_interval_says_is_due() {
+        // the decision (the history: 2,000 records/s) prices for 100 s, but a 12 s checkpoint
+        // spends the budget of 2,400 s: the next waits for it
+        let cfg = ControllerConfig { history: 20, horizon: 5, decide_every_s: 10.0, mtbf_s: Some(600.0), checkpoint_budget: Some(0.005), ..ControllerConfig::default() };
+        let mut c = controller_with(cfg);
+        let mut records = 0;
+        let mut checkpoints = Vec::new();
+        for s in 1..=3_000u64 {
+            records += 2_000;
+            if c.observe(s as f64, records).contains(&Action::Checkpoint) {
+                checkpoints.push(s);
+                c.checkpoint_ended(Some(12.0));
+            }
+        }
+        assert_eq!(checkpoints.len(), 2, "{checkpoints:?}");
+        assert!(checkpoints[1] >= 2_400, "{checkpoints:?}");
+    }
+
+    #[test]
+    fn a_load_profile_moves_the_budget_from_calm_hours_to_the_peaks() {
+        // A day of 10 calm hours (1,000 records/s) for every 2 at 20,000. Over that profile the
+        // budget is spent at about 160 s when calm and 40 s at the peak (recovery 5 + 2 i there,
+        // 120 s at most: 57 s is the longest allowed).
+        let mut profile = vec![1_000.0; 10];
+        profile.extend([20_000.0; 2]);
+        let constraints = Constraints { candidates_s: (1..=30).map(|i| 10.0 * i as f64).collect(), ..Constraints::default() };
+        let cfg = ControllerConfig { constraints, history: 20, horizon: 5, decide_every_s: 10.0, mtbf_s: Some(600.0), checkpoint_budget: Some(0.005), load_profile: profile, ..ControllerConfig::default() };
+        let mut c = controller_with(cfg);
+        let mut records = 0;
+        let (calm, _) = decisions_and_checkpoints(&run(&mut c, 1, 300, 1_000, &mut records));
+        let (peak, _) = decisions_and_checkpoints(&run(&mut c, 301, 300, 20_000, &mut records));
+        let (calm_interval, peak_interval) = (calm.last().unwrap().1, peak.last().unwrap().1);
+        assert!(calm_interval > 120.0 && peak_interval < 60.0, "calm {calm:?}, peak {peak:?}");
+        assert!(calm.iter().chain(&peak).skip(1).all(|d| d.2 > 1.0), "calm {calm:?}, peak {peak:?}");
     }
 
     #[test]
@@ -516,5 +643,17 @@ mod tests {
         let cfg = ControllerConfig { mtbf_s: Some(-1.0), ..ControllerConfig::default() };
         let e = Controller::new(cfg, l, RecoveryPredictor::Regression(r), 0.0).unwrap_err().to_string();
         assert!(e.contains("between failures") && e.contains("-1"), "{e}");
+        let (l, r) = models();
+        let cfg = ControllerConfig { checkpoint_budget: Some(0.01), ..ControllerConfig::default() };
+        let e = Controller::new(cfg, l, RecoveryPredictor::Regression(r), 0.0).unwrap_err().to_string();
+        assert!(e.contains("checkpoint budget") && e.contains("mean time between failures"), "{e}");
+        let (l, r) = models();
+        let cfg = ControllerConfig { mtbf_s: Some(600.0), checkpoint_budget: Some(2.0), ..ControllerConfig::default() };
+        let e = Controller::new(cfg, l, RecoveryPredictor::Regression(r), 0.0).unwrap_err().to_string();
+        assert!(e.contains("checkpoint budget") && e.contains("(0, 1]"), "{e}");
+        let (l, r) = models();
+        let cfg = ControllerConfig { mtbf_s: Some(600.0), checkpoint_budget: Some(0.01), load_profile: vec![5.0, f64::NAN], ..ControllerConfig::default() };
+        let e = Controller::new(cfg, l, RecoveryPredictor::Regression(r), 0.0).unwrap_err().to_string();
+        assert!(e.contains("load profile"), "{e}");
     }
 }

@@ -14,10 +14,13 @@
 //!    squares), then [`choose`] the candidate interval that minimises
 //!    latency/latency-constraint + recovery/recovery-constraint with both
 //!    under their constraints (Khaos's defaults: 10–120 s, 1,000 ms, 120 s);
+//!    [`budget`]: optionally, a share of time checkpoints may take, priced so
+//!    that calm hours pay for the peaks' checkpoints;
 //!    [`controller`]: the state machine that turns polls of the job's record
 //!    count into decisions and checkpoint triggers; [`metrics`]: its decisions
 //!    and actions as Prometheus metrics.
 
+pub mod budget;
 pub mod choose;
 pub mod controller;
 pub mod forecast;
@@ -25,7 +28,8 @@ pub mod metrics;
 pub mod model;
 pub mod predict;
 
-pub use choose::{choose, Candidate, Constraints, Decision};
+pub use budget::{BudgetPrice, CheckpointBudget};
+pub use choose::{choose, Candidate, Constraints, Decision, Objective};
 pub use controller::{Action, Controller, ControllerConfig, LoadBasis, Plan, RecoveryPredictor};
 pub use forecast::{forecast_throughput, samples_needed, Forecast};
 pub use metrics::{encode_metrics, TuneMetrics};

@@ -45,6 +45,8 @@ pub struct TuneMetrics {
     last_checkpoint: GaugeF64,
     decision_checkpoint: GaugeF64,
     decision_mtbf: GaugeF64,
+    decision_checkpoint_price: GaugeF64,
+    checkpoint_seconds: Counter<f64, AtomicU64>,
     job_restarts: Counter,
 }
 
@@ -73,6 +75,8 @@ impl TuneMetrics {
         r.register_with_unit("last_checkpoint_duration", "Trigger to last acknowledgement of the last checkpoint the controller triggered, as Flink measured it", Unit::Seconds, m.last_checkpoint.clone());
         r.register_with_unit("decision_checkpoint_duration", "Checkpoint duration the last decision weighed (the time-lost objective only)", Unit::Seconds, m.decision_checkpoint.clone());
         r.register_with_unit("decision_mtbf", "Mean time between failures the last decision weighed (the time-lost objective only: the prior learned from the failures seen)", Unit::Seconds, m.decision_mtbf.clone());
+        r.register("decision_checkpoint_price", "Seconds of lost time one second of checkpointing counted for at the last decision (time-lost objective: 1, more under a checkpoint budget)", m.decision_checkpoint_price.clone());
+        r.register_with_unit("checkpoint", "Checkpoint time spent: the durations of the controller's completed checkpoints, summed (what a checkpoint budget limits)", Unit::Seconds, m.checkpoint_seconds.clone());
         r.register("job_restarts", "Failures of the job since the controller started (Flink's numRestarts, restarts less than 30 s apart counted once)", m.job_restarts.clone());
         m.max_latency.set(constraints.max_latency_ms);
         m.max_recovery.set(constraints.max_recovery_s);
@@ -90,9 +94,10 @@ impl TuneMetrics {
         self.predicted_latency.set(d.chosen.latency_ms);
         self.predicted_recovery.set(d.chosen.recovery_s);
         self.meets_constraints.set(d.chosen.meets_constraints as i64);
-        if let Objective::TimeLost { checkpoint_s, mtbf_s } = d.objective {
+        if let Objective::TimeLost { checkpoint_s, mtbf_s, checkpoint_price } = d.objective {
             self.decision_checkpoint.set(checkpoint_s);
             self.decision_mtbf.set(mtbf_s);
+            self.decision_checkpoint_price.set(checkpoint_price);
         }
         for c in &d.candidates {
             let label = vec![("interval".to_string(), format!("{}", c.interval_s))];
@@ -120,6 +125,7 @@ impl TuneMetrics {
     pub fn checkpoint_completed(&self, seconds: f64) {
         self.checkpoints_completed.inc();
         self.last_checkpoint.set(seconds);
+        self.checkpoint_seconds.inc_by(seconds);
     }
 
     pub fn checkpoint_failed(&self) {
@@ -174,6 +180,7 @@ mod tests {
         assert_eq!(value(&text, "fragstate_tune_checkpoints_completed_total"), 1.0);
         assert_eq!(value(&text, "fragstate_tune_checkpoints_failed_total"), 1.0);
         assert_eq!(value(&text, "fragstate_tune_last_checkpoint_duration_seconds"), 1.5);
+        assert_eq!(value(&text, "fragstate_tune_checkpoint_seconds_total"), 1.5);
         assert_eq!(value(&text, "fragstate_tune_job_restarts_total"), 2.0);
         assert!(text.contains("fragstate_tune_candidate_recovery_seconds{interval=\"10\"} 10.0"), "{text}");
         assert!(text.contains("fragstate_tune_candidate_recovery_seconds{interval=\"60\"} 35.0"), "{text}");
@@ -185,7 +192,7 @@ mod tests {
         let c = Constraints::default();
         let (m, registry) = TuneMetrics::new(&c, 120.0);
         // recovery the same at every interval: the longest, the one started with, is the cheapest
-        let d = choose(&c, Objective::TimeLost { checkpoint_s: 0.7, mtbf_s: 600.0 }, 0.0, |_, _| 100.0, |_, _| 1.0).unwrap();
+        let d = choose(&c, Objective::time_lost(0.7, 600.0), 0.0, |_, _| 100.0, |_, _| 1.0).unwrap();
         assert_eq!(d.chosen.interval_s, 120.0);
         m.decided(&d);
         m.decided(&d);
@@ -198,5 +205,6 @@ mod tests {
         assert_eq!(value(&text, "fragstate_tune_observed_throughput"), 0.0);
         assert_eq!(value(&text, "fragstate_tune_decision_checkpoint_duration_seconds"), 0.7);
         assert_eq!(value(&text, "fragstate_tune_decision_mtbf_seconds"), 600.0);
+        assert_eq!(value(&text, "fragstate_tune_decision_checkpoint_price"), 1.0);
     }
 }

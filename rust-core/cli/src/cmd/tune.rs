@@ -64,6 +64,19 @@ pub(crate) struct TuneArgs {
     /// as they accumulate.
     #[arg(long, value_parser = parse_secs)]
     mtbf: Option<Duration>,
+    /// The share of time checkpoints may take, e.g. 0.005 for 0.5 % (what 0.6 s checkpoints every
+    /// 120 s spend); needs `--mtbf`. Checkpoint time is then priced so that the intervals chosen
+    /// over the job's load (`--load-profile`, else the load seen so far) spend the budget: long
+    /// intervals when the job is calm, short ones at its peaks. No checkpoint starts while the
+    /// checkpoint time spent exceeds this share of the time since the start (the budget holds
+    /// to within one checkpoint even where the constraints ask for more).
+    #[arg(long, requires = "mtbf")]
+    checkpoint_budget: Option<f64>,
+    /// The job's load over a representative stretch for `--checkpoint-budget`: a JSON array of
+    /// input records per second, one per moment (any fixed sampling rate; e.g. a day of the
+    /// job's steady state). Only how long the job runs at each load matters.
+    #[arg(long, requires = "checkpoint_budget")]
+    load_profile: Option<PathBuf>,
     /// Candidate intervals in seconds, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "10,20,30,40,50,60,70,80,90,100,110,120")]
     candidates: Vec<f64>,
@@ -165,13 +178,19 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
         lags: a.lags,
         horizon: a.horizon,
         mtbf_s: a.mtbf.map(|d| d.as_secs_f64()),
+        checkpoint_budget: a.checkpoint_budget,
+        load_profile: match &a.load_profile {
+            Some(path) => read_json(path, "load profile")?,
+            None => Vec::new(),
+        },
     };
     let recovery_model = match &recovery {
         RecoveryPredictor::Regression(m) => json!({"from": "experiments", "model": m}),
         RecoveryPredictor::Fragstate(f) => json!({"from": "fragstate", "figures": f}),
     };
     let mut ctl = Controller::new(cfg.clone(), latency.clone(), recovery, 0.0)?;
-    println!("{}", json!({"event": "models", "experiments": experiments.len(), "latency": latency, "recovery": recovery_model, "config": cfg}));
+    println!("{}", json!({"event": "models", "experiments": experiments.len(), "latency": latency, "recovery": recovery_model, "config": cfg,
+        "load_profile_samples": cfg.load_profile.len()}));
     let (metrics, registry) = TuneMetrics::new(&cfg.constraints, ctl.interval_s());
     if let Some(addr) = a.metrics_listen {
         let bound = serve_metrics(addr, Arc::new(registry))?;
@@ -194,7 +213,12 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
                     match action {
                         Action::Decided(plan) => {
                             metrics.decided(&plan.decision);
-                            println!("{}", json!({"event": "decision", "t": now, "basis": plan.basis, "decision": plan.decision}));
+                            let mut line = json!({"event": "decision", "t": now, "basis": plan.basis, "decision": plan.decision});
+                            if let Some(budget) = plan.budget {
+                                line["budget"] = json!({"price": budget.price, "planned_share": budget.planned_share,
+                                    "checkpoint_spent_s": ctl.checkpoint_spent_s(), "share_spent": ctl.checkpoint_spent_s() / now.max(1.0)});
+                            }
+                            println!("{line}");
                         }
                         Action::Checkpoint => {
                             metrics.checkpoint_triggered();

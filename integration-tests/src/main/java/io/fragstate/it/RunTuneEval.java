@@ -116,10 +116,13 @@ public final class RunTuneEval {
         s.put("mode", plan.mode());
         s.put("name", plan.out().getFileName().toString());
         s.put("fixed_interval_s", plan.mode().equals(TuneEvalPlan.FIXED) ? plan.fixedIntervalS() : null);
-        s.put("plan", Map.of("minutes", plan.minutes(), "scale", plan.scale(), "compression", plan.compression(),
-                "seed", plan.seed(), "max_latency_ms", plan.maxLatencyMs(), "max_recovery_s", plan.maxRecoveryS(),
-                "task_managers", plan.taskManagers(), "parallelism", plan.parallelism(), "recovery_from", plan.recoveryFrom(),
-                "objective", plan.objective()));
+        Map<String, Object> planned = new LinkedHashMap<>(Map.of("minutes", plan.minutes(), "scale", plan.scale(),
+                "compression", plan.compression(), "seed", plan.seed(), "max_latency_ms", plan.maxLatencyMs(),
+                "max_recovery_s", plan.maxRecoveryS(), "task_managers", plan.taskManagers(), "parallelism", plan.parallelism(),
+                "recovery_from", plan.recoveryFrom(), "objective", plan.objective()));
+        planned.put("checkpoint_budget", plan.checkpointBudget() > 0 ? plan.checkpointBudget() : null);
+        planned.put("candidates", plan.candidates().isEmpty() ? null : plan.candidates());
+        s.put("plan", planned);
         s.put("failure", failure);
         int seconds = plan.durationSeconds();
         List<LatencySeries.Second> series = loop.startMs == 0 ? List.of() : loop.series(loop.samples, seconds);

@@ -274,6 +274,18 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
         }
     }
 
+    /** The input_events_per_s column of a run's latency.csv as a JSON array (fragstate tune --load-profile). */
+    static String loadProfileJson(Path latencyCsv) throws IOException {
+        List<String> lines = Files.readAllLines(latencyCsv);
+        String header = lines.isEmpty() ? "" : lines.get(0);
+        List<String> columns = List.of(header.split(","));
+        int column = columns.indexOf("input_events_per_s");
+        if (column < 0 || lines.size() < 2) {
+            throw new IOException("no input_events_per_s samples in " + latencyCsv + " (written by an experiments run)");
+        }
+        return lines.stream().skip(1).map(l -> l.split(",")[column]).collect(java.util.stream.Collectors.joining(",", "[", "]"));
+    }
+
     /** {@code fragstate tune} beside the job: decisions and checkpoints to tune.jsonl, its errors to tune.log. */
     private Process startTune(ServiceStack stack, String jobId) throws IOException {
         Files.createDirectories(plan.out());
@@ -289,6 +301,14 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
             cmd.addAll(List.of("--figures", plan.figures().toString()));
         }
         plan.mtbfS().ifPresent(s -> cmd.addAll(List.of("--mtbf", Integer.toString(s))));
+        if (!plan.candidates().isEmpty()) {
+            cmd.addAll(List.of("--candidates", plan.candidates()));
+        }
+        if (plan.checkpointBudget() > 0) {
+            Path profile = plan.out().resolve("load-profile.json");
+            Files.writeString(profile, loadProfileJson(plan.loadProfile()));
+            cmd.addAll(List.of("--checkpoint-budget", Double.toString(plan.checkpointBudget()), "--load-profile", profile.toString()));
+        }
         Path out = plan.out().resolve("tune.jsonl");
         Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(plan.out().resolve("tune.log").toFile()).start();
         step("fragstate tune started (pid " + p.pid() + "): " + String.join(" ", cmd) + " > " + out);

@@ -40,6 +40,11 @@ import java.util.Set;
  * @param decideEveryS       for controller: seconds between decisions
  * @param objective          for controller: {@code time-lost} (the default: {@code fragstate tune --mtbf}
  *                           with the run's own failure rate, {@link #mtbfS()}) or {@code khaos}
+ * @param checkpointBudget   for controller: {@code fragstate tune --checkpoint-budget} (a share of
+ *                           time, 0 for none), planned over the experiments run's input rate
+ *                           ({@link #loadProfile()})
+ * @param candidates         for controller: {@code fragstate tune --candidates} (empty: its default,
+ *                           Khaos's 10-120 s)
  * @param experimentIntervals for experiments: the intervals, in the order of {@link ExperimentSchedule}
  * @param taskManagers       TaskManager JVMs (2 slots each)
  * @param parallelism        of the job
@@ -47,7 +52,7 @@ import java.util.Set;
  */
 record TuneEvalPlan(String mode, int fixedIntervalS, int minutes, double scale, int compression, int kills, long seed,
         double maxLatencyMs, double maxRecoveryS, Path experiments, String recoveryFrom, Path figures, int decideEveryS,
-        String objective, List<Integer> experimentIntervals, int taskManagers, int parallelism, Path out) {
+        String objective, double checkpointBudget, String candidates, List<Integer> experimentIntervals, int taskManagers, int parallelism, Path out) {
 
     static final String FIXED = "fixed";
     static final String CONTROLLER = "controller";
@@ -66,6 +71,7 @@ record TuneEvalPlan(String mode, int fixedIntervalS, int minutes, double scale, 
     static TuneEvalPlan parse(String[] args, Path repo) {
         CliArgs a = CliArgs.parse(args, Set.of("repo", "mode", "minutes", "scale", "compression", "kills", "seed",
                 "max-latency-ms", "max-recovery-s", "experiments", "recovery", "figures", "decide-every", "objective",
+                "checkpoint-budget", "candidates",
                 "experiment-intervals", "task-managers", "parallelism", "out", "name"), Set.of());
         String modeArg = a.get("mode", "");
         String mode;
@@ -104,6 +110,17 @@ record TuneEvalPlan(String mode, int fixedIntervalS, int minutes, double scale, 
         if (!objective.equals(TIME_LOST) && !objective.equals(KHAOS)) {
             throw new IllegalArgumentException("--objective must be " + TIME_LOST + " or " + KHAOS + ", got '" + objective + "'");
         }
+        double budget = a.getDouble("checkpoint-budget", 0);
+        if (!(budget >= 0 && budget <= 1)) {
+            throw new IllegalArgumentException("--checkpoint-budget must be a share of time in (0, 1] (0: none), got " + budget);
+        }
+        if (budget > 0 && !objective.equals(TIME_LOST)) {
+            throw new IllegalArgumentException("--checkpoint-budget prices checkpoint time in the " + TIME_LOST + " objective, not in " + objective);
+        }
+        String candidates = a.get("candidates", "");
+        if (!candidates.isEmpty()) {
+            Arrays.stream(candidates.split(",")).forEach(c -> parsePositive("--candidates", c.strip()));
+        }
         List<Integer> intervals = Arrays.stream(a.get("experiment-intervals", "120,10,60,30").split(","))
                 .map(s -> parsePositive("--experiment-intervals", s.strip())).toList();
         String name = a.get("name", mode.equals(FIXED) ? "fixed-" + fixed + "s" : mode);
@@ -111,7 +128,7 @@ record TuneEvalPlan(String mode, int fixedIntervalS, int minutes, double scale, 
                 .resolve(java.time.LocalDate.now(java.time.ZoneOffset.UTC).toString()).toString())).resolve(name);
         TuneEvalPlan plan = new TuneEvalPlan(mode, fixed, minutes, scale, compression, a.getInt("kills", 3), a.getLong("seed", 42),
                 a.getDouble("max-latency-ms", 1000), a.getDouble("max-recovery-s", 120), experiments, recovery, figures,
-                a.getInt("decide-every", 30), objective, intervals, a.getInt("task-managers", 5), a.getInt("parallelism", 4),
+                a.getInt("decide-every", 30), objective, budget, candidates, intervals, a.getInt("task-managers", 5), a.getInt("parallelism", 4),
                 out.toAbsolutePath().normalize());
         plan.killSeconds(); // refuses a kill count that does not fit, before anything starts
         return plan;
@@ -149,6 +166,15 @@ record TuneEvalPlan(String mode, int fixedIntervalS, int minutes, double scale, 
      */
     OptionalInt mtbfS() {
         return objective.equals(TIME_LOST) && kills > 0 ? OptionalInt.of(durationSeconds() / kills) : OptionalInt.empty();
+    }
+
+    /**
+     * The load the budget is planned over: the experiments run's input rate, one sample per
+     * second (its latency.csv, beside experiments.json) — the job's steady state under the same
+     * profile, as Khaos's first phase records it.
+     */
+    Path loadProfile() {
+        return experiments.resolveSibling("latency.csv");
     }
 
     /** The interval Flink is configured with. */

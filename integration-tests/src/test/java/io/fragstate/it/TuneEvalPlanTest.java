@@ -47,6 +47,27 @@ class TuneEvalPlanTest {
     }
 
     @Test
+    void aCheckpointBudgetIsPlannedOverTheExperimentsInputRate(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        String[] budget = {"--mode", "controller", "--experiments", dir.resolve("experiments.json").toString(),
+                "--checkpoint-budget", "0.004", "--candidates", "10,60,300"};
+        TuneEvalPlan p = TuneEvalPlan.parse(budget, REPO);
+        assertThat(p.checkpointBudget()).isEqualTo(0.004);
+        assertThat(p.candidates()).isEqualTo("10,60,300");
+        assertThat(p.loadProfile()).isEqualTo(dir.resolve("latency.csv"));
+        java.nio.file.Files.writeString(p.loadProfile(), "second,records,latency_ms,input_events_per_s\n0,0,NaN,271\n1,5,300.0,1200\n");
+        assertThat(TuneEvalLoop.loadProfileJson(p.loadProfile())).isEqualTo("[271,1200]");
+        java.nio.file.Files.writeString(p.loadProfile(), "second,records\n0,0\n");
+        assertThatThrownBy(() -> TuneEvalLoop.loadProfileJson(p.loadProfile())).hasMessageContaining("input_events_per_s");
+        assertThat(TuneEvalPlan.parse(new String[] {"--mode", "fixed:10"}, REPO).checkpointBudget()).isZero();
+        assertThatThrownBy(() -> TuneEvalPlan.parse(new String[] {"--mode", "controller", "--experiments", "e.json",
+                "--checkpoint-budget", "2"}, REPO)).hasMessageContaining("(0, 1]").hasMessageContaining("got 2.0");
+        assertThatThrownBy(() -> TuneEvalPlan.parse(new String[] {"--mode", "controller", "--experiments", "e.json",
+                "--checkpoint-budget", "0.01", "--objective", "khaos"}, REPO)).hasMessageContaining("time-lost");
+        assertThatThrownBy(() -> TuneEvalPlan.parse(new String[] {"--mode", "controller", "--experiments", "e.json",
+                "--candidates", "10,x"}, REPO)).hasMessageContaining("--candidates").hasMessageContaining("'x'");
+    }
+
+    @Test
     void badValuesAreRefusedNamingTheValueAndTheRange() {
         assertThatThrownBy(() -> TuneEvalPlan.parse(new String[] {"--mode", "fixed:0"}, REPO)).hasMessageContaining("'0'");
         assertThatThrownBy(() -> TuneEvalPlan.parse(new String[] {"--mode", "sometimes"}, REPO))

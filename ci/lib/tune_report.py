@@ -163,6 +163,16 @@ def plot_latency(runs, sets, out):
     plt.close(fig)
 
 
+def checkpoint_times(s):
+    """When a controller run's checkpoints completed (its tune.jsonl, the decisions' clock)."""
+    path = os.path.join(s["dir"], "tune.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        events = [json.loads(line) for line in f if line.strip()]
+    return [e["t"] for e in events if e.get("event") == "checkpoint"]
+
+
 def plot_interval(runs, out):
     ctl = [s for s in runs if s["mode"] == "controller" and s["latency"]]
     if not ctl:
@@ -174,15 +184,19 @@ def plot_interval(runs, out):
     ax.set_ylabel("events/s")
     ax.set_xlabel("seconds since the start")
     ax2 = ax.twinx()
-    for s in ctl:
+    top = max([130] + [x["interval_s"] + 10 for s in ctl for x in s.get("decisions", [])])
+    for i, s in enumerate(ctl):
         d = s.get("decisions", [])
         if d:
-            ax2.step([x["t"] for x in d], [x["interval_s"] for x in d], where="post", label="interval chosen: " + s["name"])
+            line, = ax2.step([x["t"] for x in d], [x["interval_s"] for x in d], where="post", label="interval chosen: " + s["name"])
+            # the checkpoints it took (a checkpoint budget can hold one the interval says is due)
+            taken = checkpoint_times(s)
+            ax2.plot(taken, [top * (0.97 - 0.04 * i)] * len(taken), ls="none", marker="|", ms=9, color=line.get_color())
     for k in ctl[0].get("kills", []):
         ax.axvline(k["kill_at_s"], color="black", lw=0.6, ls=":")
     ax2.set_ylabel("checkpoint interval (s)")
-    ax2.set_ylim(0, 130)
-    ax.set_title("controllers: interval chosen vs workload (dotted: kill -9)", fontsize=10)
+    ax2.set_ylim(0, top)
+    ax.set_title("controllers: interval chosen vs workload (ticks at the top: checkpoints taken; dotted: kill -9)", fontsize=10)
     fig.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "interval-vs-load.png"), dpi=110)
@@ -195,9 +209,11 @@ def plot_recovery_and_overhead(runs, sets, out):
         return
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.8))
     for i, s in enumerate(shown):
-        for j, k in enumerate(s.get("kills", [])):
+        kills = s.get("kills", [])
+        width = 0.8 / max(1, len(kills))
+        for j, k in enumerate(kills):
             v = k["recovery_s"] if k["recovered"] else max(c[1] for c in sets) * 1.5
-            a.bar(i + (j - 1) * 0.25, v, width=0.22, color="tab:red" if not k["recovered"] else "tab:blue")
+            a.bar(i + (j - (len(kills) - 1) / 2) * width, v, width=width * 0.9, color="tab:red" if not k["recovered"] else "tab:blue")
     for i, c in enumerate(sets):
         a.axhline(c[1], color="red", ls=["--", ":", "-."][i % 3], lw=0.8, label="%.0f s" % c[1])
     a.legend(fontsize=8)
@@ -312,7 +328,8 @@ def main(out, binary=None):
         lines.append("")
         for e in pred["errors"]:
             lines.append("- %s: RMS error %.1f s, mean absolute error %.1f s over %d failures" % (e["predictor"], e["rms_s"], e["mean_abs_s"], e["failures"]))
-    lines += ["", "Plots: latency.png, recovery-and-overhead.png, interval-vs-load.png, experiments.png", ""]
+    plots = [p for p in ("latency.png", "recovery-and-overhead.png", "interval-vs-load.png", "experiments.png") if os.path.exists(os.path.join(out, p))]
+    lines += ["", "Plots: " + ", ".join(plots), ""]
     with open(os.path.join(out, "RESULTS.md"), "w") as f:
         f.write("\n".join(lines))
     slim = [{k: v2 for k, v2 in s.items() if k not in ("latency", "dir")} for s in runs]

@@ -81,4 +81,27 @@ class LatencySeriesTest {
         assertThat(LatencySeries.killSeconds(1, 3, 0, 180, 90)).containsExactly(0, 90, 180);
         assertThatThrownBy(() -> LatencySeries.killSeconds(1, 4, 0, 180, 90)).hasMessageContaining("do not fit");
     }
+
+    @Test
+    void tightlyPackedKillsStillDependOnTheSeed() {
+        // 8 kills 90 s apart between 90 and 810 s leave 90 s of freedom; the seed still moves them
+        List<Integer> a = LatencySeries.killSeconds(42, 8, 90, 810, 90);
+        List<Integer> b = LatencySeries.killSeconds(7, 8, 90, 810, 90);
+        assertThat(a).isNotEqualTo(b);
+        for (List<Integer> kills : List.of(a, b)) {
+            assertThat(kills).hasSize(8).isSorted().allMatch(s -> s >= 90 && s <= 810);
+            for (int i = 1; i < kills.size(); i++) {
+                assertThat(kills.get(i) - kills.get(i - 1)).isGreaterThanOrEqualTo(90);
+            }
+        }
+        // over many seeds the kills' offsets from the tightest packing cover the whole freedom
+        java.util.IntSummaryStatistics offsets = java.util.stream.LongStream.range(0, 200)
+                .flatMap(seed -> {
+                    List<Integer> k = LatencySeries.killSeconds(seed, 8, 90, 810, 90);
+                    return java.util.stream.IntStream.range(0, 8).mapToLong(i -> k.get(i) - 90 - i * 90L);
+                })
+                .mapToInt(x -> (int) x).summaryStatistics();
+        assertThat(offsets.getMin()).isBetween(0, 5);
+        assertThat(offsets.getMax()).isBetween(85, 90);
+    }
 }

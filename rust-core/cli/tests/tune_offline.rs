@@ -77,6 +77,14 @@ fn a_checkpoint_budget_is_refused_without_an_mtbf_out_of_range_or_with_a_bad_pro
     std::fs::write(dir.path().join("p.json"), "[1000, -5]").unwrap();
     let (ok, err) = tune_in(dir.path(), &[&flink[..], &["--mtbf", "600", "--checkpoint-budget", "0.005", "--load-profile", "p.json"]].concat());
     assert!(!ok && err.contains("load profile") && err.contains("-5"), "{err}");
+    std::fs::write(dir.path().join("p.json"), "[1000, 5000]").unwrap();
+    let (ok, err) = tune_in(dir.path(), &[&flink[..], &["--mtbf", "600", "--checkpoint-budget", "0.005", "--load-profile", "p.json", "--load-profile-period", "0"]].concat());
+    assert!(!ok && err.contains("load profile period"), "{err}");
+    let (ok, err) = tune_in(dir.path(), &[&flink[..], &["--mtbf", "600", "--checkpoint-budget", "0.005", "--load-profile-period", "2"]].concat());
+    assert!(!ok && err.contains("--load-profile"), "{err}");
+    // the period's default needs no profile: this one runs its second, polling a Flink that is not there
+    let (_, err) = tune_in(dir.path(), &[&flink[..], &["--mtbf", "600", "--checkpoint-budget", "0.005", "--seconds", "1"]].concat());
+    assert!(err.contains("http://127.0.0.1:9/jobs/0") && !err.contains("required"), "{err}");
     std::fs::write(dir.path().join("p.json"), "{}").unwrap();
     let (ok, err) = tune_in(dir.path(), &[&flink[..], &["--mtbf", "600", "--checkpoint-budget", "0.005", "--load-profile", "p.json"]].concat());
     assert!(!ok && err.contains("p.json"), "{err}");

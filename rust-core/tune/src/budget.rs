@@ -13,8 +13,13 @@
 //!   its peaks: calm hours pay for the peaks' checkpoints.
 //! - **the bank** ([`CheckpointBudget::allows`]): a checkpoint may start only
 //!   while the checkpoint time spent so far is within the budget's share of
-//!   the time elapsed, so the budget holds whatever the profile said — over by
-//!   at most the one checkpoint in flight.
+//!   the time elapsed plus a credit line, so the budget holds whatever the
+//!   profile said — over by at most the credit and the checkpoint in flight.
+//!   The credit is what the plan borrows at its worst over the profile (its
+//!   largest overspend over any stretch of it, the profile taken as a cycle):
+//!   peaks that come before the calm hours paying for them are spent as
+//!   planned, as long as the profile's promise holds. Without a profile
+//!   (planning over the load seen) there is no promise and no credit.
 
 use fragstate_core::{Error, Result};
 use serde::Serialize;
@@ -39,6 +44,9 @@ pub struct BudgetPrice {
     /// The mean share of time the intervals chosen at this price spend checkpointing over the
     /// load profile (above the budget only at [`MAX_PRICE`]: the constraints need more).
     pub planned_share: f64,
+    /// Checkpoint seconds the plan overspends at most over any stretch of the profile (the
+    /// profile a cycle; samples `period_s` apart): the bank's credit line.
+    pub credit_s: f64,
 }
 
 impl CheckpointBudget {
@@ -51,35 +59,38 @@ impl CheckpointBudget {
     }
 
     /// Whether a checkpoint may start `elapsed_s` seconds after the start, `spent_s` checkpoint
-    /// seconds having been spent.
-    pub fn allows(&self, spent_s: f64, elapsed_s: f64) -> bool {
-        spent_s <= self.share * elapsed_s
+    /// seconds having been spent, with `credit_s` of credit.
+    pub fn allows(&self, spent_s: f64, elapsed_s: f64, credit_s: f64) -> bool {
+        spent_s <= self.share * elapsed_s + credit_s
     }
 
     /// The smallest price ≥ 1 at which checkpoints of `checkpoint_s` seconds at the intervals
     /// `interval_at(price, load)` chooses spend at most the budget, averaged over `loads` (one
-    /// sample per moment of the profile, so that each load counts as long as the job runs at it).
-    pub fn price(&self, checkpoint_s: f64, loads: &[f64], interval_at: impl Fn(f64, f64) -> Result<f64>) -> Result<BudgetPrice> {
+    /// sample per moment of the profile, so that each load counts as long as the job runs at it),
+    /// and the credit that plan needs with samples `period_s` apart (`None`: no credit).
+    pub fn price(&self, checkpoint_s: f64, loads: &[f64], period_s: Option<f64>, interval_at: impl Fn(f64, f64) -> Result<f64>) -> Result<BudgetPrice> {
         if loads.is_empty() {
             return Err(Error::invalid("load profile (samples)", 0, "at least one sample"));
         }
         if !(checkpoint_s.is_finite() && checkpoint_s >= 0.0) {
             return Err(Error::invalid("checkpoint duration (s)", checkpoint_s, "a finite number ≥ 0"));
         }
-        let share_at = |price: f64| -> Result<f64> {
-            let mut sum = 0.0;
-            for &load in loads {
-                sum += checkpoint_s / interval_at(price, load)?;
-            }
-            Ok(sum / loads.len() as f64)
+        let rates_at = |price: f64| -> Result<Vec<f64>> { loads.iter().map(|&load| Ok(checkpoint_s / interval_at(price, load)?)).collect() };
+        let share_at = |price: f64| -> Result<f64> { Ok(rates_at(price)?.iter().sum::<f64>() / loads.len() as f64) };
+        let priced = |price: f64, planned_share: f64| -> Result<BudgetPrice> {
+            let credit_s = match period_s {
+                Some(p) => largest_cyclic_sum(&rates_at(price)?.iter().map(|r| (r - self.share) * p).collect::<Vec<_>>()),
+                None => 0.0,
+            };
+            Ok(BudgetPrice { price, planned_share, credit_s })
         };
         let at_one = share_at(1.0)?;
         if at_one <= self.share {
-            return Ok(BudgetPrice { price: 1.0, planned_share: at_one });
+            return priced(1.0, at_one);
         }
         let at_max = share_at(MAX_PRICE)?;
         if at_max > self.share {
-            return Ok(BudgetPrice { price: MAX_PRICE, planned_share: at_max });
+            return priced(MAX_PRICE, at_max);
         }
         // Bisection on the logarithm of the price (the share is a step function of it: the
         // intervals are candidates); `high` always within the budget.
@@ -93,8 +104,22 @@ impl CheckpointBudget {
                 low = mid;
             }
         }
-        Ok(BudgetPrice { price: high.exp(), planned_share: planned })
+        priced(high.exp(), planned)
     }
+}
+
+/// The largest sum over any run of consecutive values, the values taken as a cycle (a run may
+/// wrap from the end to the start), at least 0 (the empty run).
+fn largest_cyclic_sum(values: &[f64]) -> f64 {
+    // the largest straight run (Kadane), or the whole cycle less its smallest straight run
+    let (mut best, mut here, mut worst, mut here_low) = (0.0_f64, 0.0_f64, 0.0_f64, 0.0_f64);
+    for &v in values {
+        here = (here + v).max(0.0);
+        best = best.max(here);
+        here_low = (here_low + v).min(0.0);
+        worst = worst.min(here_low);
+    }
+    best.max(values.iter().sum::<f64>() - worst)
 }
 
 #[cfg(test)]
@@ -119,7 +144,7 @@ mod tests {
 
     #[test]
     fn a_budget_already_met_costs_nothing_extra() {
-        let p = CheckpointBudget::new(0.5).unwrap().price(0.5, &profile(), interval_at).unwrap();
+        let p = CheckpointBudget::new(0.5).unwrap().price(0.5, &profile(), None, interval_at).unwrap();
         assert_eq!(p.price, 1.0);
         assert!(p.planned_share <= 0.5);
     }
@@ -127,7 +152,8 @@ mod tests {
     #[test]
     fn the_price_spends_the_budget_and_moves_checkpoints_to_the_peak() {
         let budget = CheckpointBudget::new(0.5 / 120.0).unwrap(); // what fixed 120 s spends
-        let p = budget.price(0.5, &profile(), interval_at).unwrap();
+        let p = budget.price(0.5, &profile(), None, interval_at).unwrap();
+        assert_eq!(p.credit_s, 0.0, "no period: no credit");
         assert!(p.price > 1.0, "{p:?}");
         assert!(p.planned_share <= budget.share && p.planned_share > 0.8 * budget.share, "{p:?}");
         // a cheaper price would overspend: the smallest price within the budget
@@ -141,7 +167,7 @@ mod tests {
     fn a_budget_the_constraints_cannot_meet_is_the_highest_price() {
         // only 10 s meets the recovery constraint at the peak: 0.5 s per 10 s there alone is 0.8 %
         let interval = |price: f64, load: f64| if load > 10_000.0 { Ok(10.0) } else { interval_at(price, load) };
-        let p = CheckpointBudget::new(0.001).unwrap().price(0.5, &profile(), interval).unwrap();
+        let p = CheckpointBudget::new(0.001).unwrap().price(0.5, &profile(), None, interval).unwrap();
         assert_eq!(p.price, MAX_PRICE);
         assert!(p.planned_share > 0.001);
     }
@@ -149,9 +175,35 @@ mod tests {
     #[test]
     fn the_bank_allows_a_checkpoint_only_within_the_share_of_time_elapsed() {
         let b = CheckpointBudget::new(0.01).unwrap();
-        assert!(b.allows(0.0, 0.0), "the first checkpoint");
-        assert!(!b.allows(0.6, 30.0));
-        assert!(b.allows(0.6, 60.0));
+        assert!(b.allows(0.0, 0.0, 0.0), "the first checkpoint");
+        assert!(!b.allows(0.6, 30.0, 0.0));
+        assert!(b.allows(0.6, 60.0, 0.0));
+        assert!(b.allows(0.6, 30.0, 0.3), "within the credit");
+    }
+
+    #[test]
+    fn the_credit_is_the_plans_largest_overspend_over_the_profile_as_a_cycle() {
+        // each profile hour is a sample 3,600 s long: 10 calm hours save, the 2 peak hours spend
+        let budget = CheckpointBudget::new(0.5 / 120.0).unwrap();
+        let p = budget.price(0.5, &profile(), Some(3_600.0), interval_at).unwrap();
+        let (calm, peak) = (interval_at(p.price, 2_000.0).unwrap(), interval_at(p.price, 15_000.0).unwrap());
+        let expected = 2.0 * (0.5 / peak - budget.share) * 3_600.0;
+        assert!((p.credit_s - expected).abs() < 1e-9, "{p:?}, calm {calm} s, peak {peak} s");
+        assert!(p.credit_s > 0.0);
+        // a peak in the middle of a cycle, or split across its ends: the same credit
+        let mut wrapped = vec![15_000.0];
+        wrapped.extend([2_000.0; 10]);
+        wrapped.push(15_000.0);
+        let q = budget.price(0.5, &wrapped, Some(3_600.0), interval_at).unwrap();
+        assert!((q.credit_s - p.credit_s).abs() < 1e-9, "{q:?} vs {p:?}");
+    }
+
+    #[test]
+    fn largest_cyclic_sum_takes_the_best_run_even_across_the_ends() {
+        assert_eq!(largest_cyclic_sum(&[]), 0.0);
+        assert_eq!(largest_cyclic_sum(&[-1.0, -2.0]), 0.0);
+        assert_eq!(largest_cyclic_sum(&[1.0, -5.0, 2.0, 3.0, -1.0]), 5.0);
+        assert_eq!(largest_cyclic_sum(&[3.0, -5.0, -1.0, 2.0]), 5.0, "2 then 3 across the ends");
     }
 
     #[test]
@@ -160,7 +212,7 @@ mod tests {
             let e = CheckpointBudget::new(bad).unwrap_err().to_string();
             assert!(e.contains("checkpoint budget") && e.contains("(0, 1]"), "{e}");
         }
-        let e = CheckpointBudget::new(0.01).unwrap().price(0.5, &[], interval_at).unwrap_err().to_string();
+        let e = CheckpointBudget::new(0.01).unwrap().price(0.5, &[], None, interval_at).unwrap_err().to_string();
         assert!(e.contains("load profile"), "{e}");
     }
 }

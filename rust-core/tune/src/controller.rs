@@ -59,6 +59,9 @@ pub struct ControllerConfig {
     /// the throughput seen since the start.
     #[serde(skip)]
     pub load_profile: Vec<f64>,
+    /// Seconds between the load profile's samples, in the job's time: the bank's credit line
+    /// ([`crate::budget`]) is the plan's largest overspend over the profile in seconds.
+    pub load_profile_period_s: f64,
 }
 
 impl Default for ControllerConfig {
@@ -72,6 +75,7 @@ impl Default for ControllerConfig {
             mtbf_s: None,
             checkpoint_budget: None,
             load_profile: Vec::new(),
+            load_profile_period_s: 1.0,
         }
     }
 }
@@ -97,6 +101,9 @@ impl ControllerConfig {
             if self.mtbf_s.is_none() {
                 return Err(Error::invalid("checkpoint budget", share, "set together with the mean time between failures (it prices checkpoint time in the time-lost objective)"));
             }
+        }
+        if !(self.load_profile_period_s.is_finite() && self.load_profile_period_s > 0.0) {
+            return Err(Error::invalid("load profile period (s)", self.load_profile_period_s, "a finite number > 0"));
         }
         if let Some(bad) = self.load_profile.iter().find(|t| !(t.is_finite() && **t >= 0.0)) {
             return Err(Error::invalid("load profile sample (records/s)", bad, "a finite number ≥ 0"));
@@ -191,6 +198,8 @@ pub struct Controller {
     /// Seconds of all completed checkpoints since the start.
     checkpoint_spent_s: f64,
     budget: Option<CheckpointBudget>,
+    /// The bank's credit line the last budget decision set.
+    budget_credit_s: f64,
 }
 
 impl Controller {
@@ -221,6 +230,7 @@ impl Controller {
             checkpoint_durations: VecDeque::new(),
             checkpoint_spent_s: 0.0,
             budget,
+            budget_credit_s: 0.0,
         })
     }
 
@@ -311,10 +321,11 @@ impl Controller {
                 self.last_decision_s = Some(now_s);
                 self.last_forecast = matches!(plan.basis, LoadBasis::Forecast { .. });
                 self.interval_s = plan.decision.chosen.interval_s;
+                self.budget_credit_s = plan.budget.map_or(0.0, |b| b.credit_s);
                 actions.push(Action::Decided(plan));
             }
         }
-        let within_budget = self.budget.is_none_or(|b| b.allows(self.checkpoint_spent_s, now_s - self.start_s));
+        let within_budget = self.budget.is_none_or(|b| b.allows(self.checkpoint_spent_s, now_s - self.start_s, self.budget_credit_s));
         if !self.in_flight && now_s - self.last_checkpoint_s >= self.interval_s && within_budget {
             self.in_flight = true;
             self.last_checkpoint_s = now_s;
@@ -351,8 +362,9 @@ impl Controller {
         let Some(budget) = self.budget else {
             return Ok((Objective::time_lost(checkpoint_s, mtbf_s), None));
         };
-        let loads = if self.cfg.load_profile.is_empty() { history } else { &self.cfg.load_profile };
-        let price = budget.price(checkpoint_s, loads, |checkpoint_price, load| {
+        // the profile promises the calm that pays back a credit; the load seen promises nothing
+        let (loads, period_s) = if self.cfg.load_profile.is_empty() { (history, None) } else { (&self.cfg.load_profile[..], Some(self.cfg.load_profile_period_s)) };
+        let price = budget.price(checkpoint_s, loads, period_s, |checkpoint_price, load| {
             let objective = Objective::TimeLost { checkpoint_s, mtbf_s, checkpoint_price };
             Ok(self.choose(objective, load)?.chosen.interval_s)
         })?;
@@ -630,6 +642,37 @@ mod tests {
     }
 
     #[test]
+    fn the_credit_line_lets_a_peak_that_comes_first_spend_as_planned() {
+        // the profile's 2 peak minutes (20,000 records/s, 40 s planned) are paid for by its 10 calm
+        // ones; a run that starts at the peak has saved nothing yet
+        let mut profile = vec![1_000.0; 10];
+        profile.extend([20_000.0; 2]);
+        let constraints = Constraints { candidates_s: (1..=30).map(|i| 10.0 * i as f64).collect(), ..Constraints::default() };
+        let peak_checkpoints = |period_s: f64| {
+            let cfg = ControllerConfig {
+                constraints: constraints.clone(),
+                history: 20,
+                horizon: 5,
+                decide_every_s: 10.0,
+                mtbf_s: Some(600.0),
+                checkpoint_budget: Some(0.005),
+                load_profile: profile.clone(),
+                load_profile_period_s: period_s,
+                ..ControllerConfig::default()
+            };
+            let mut c = controller_with(cfg);
+            let mut records = 0;
+            let (_, checkpoints) = decisions_and_checkpoints(&run(&mut c, 1, 150, 20_000, &mut records));
+            (checkpoints, c.budget_credit_s)
+        };
+        let (with_credit, credit) = peak_checkpoints(60.0);
+        let (without, no_credit) = peak_checkpoints(1e-6);
+        assert!(credit > 0.5 && no_credit < 1e-6, "{credit} {no_credit}");
+        assert!(with_credit.len() >= 3, "{with_credit:?}");
+        assert!(without.len() < with_credit.len(), "{without:?} against {with_credit:?}");
+    }
+
+    #[test]
     fn a_load_profile_moves_the_budget_from_calm_hours_to_the_peaks() {
         // A day of 10 calm hours (1,000 records/s) for every 2 at 20,000. Over that profile the
         // budget is spent at about 160 s when calm and 40 s at the peak (recovery 5 + 2 i there,
@@ -694,5 +737,9 @@ mod tests {
         let cfg = ControllerConfig { mtbf_s: Some(600.0), checkpoint_budget: Some(0.01), load_profile: vec![5.0, f64::NAN], ..ControllerConfig::default() };
         let e = Controller::new(cfg, l, RecoveryPredictor::Regression(r), 0.0).unwrap_err().to_string();
         assert!(e.contains("load profile"), "{e}");
+        let (l, r) = models();
+        let cfg = ControllerConfig { load_profile_period_s: 0.0, ..ControllerConfig::default() };
+        let e = Controller::new(cfg, l, RecoveryPredictor::Regression(r), 0.0).unwrap_err().to_string();
+        assert!(e.contains("load profile period"), "{e}");
     }
 }

@@ -77,6 +77,11 @@ pub(crate) struct TuneArgs {
     /// job's steady state). Only how long the job runs at each load matters.
     #[arg(long, requires = "checkpoint_budget")]
     load_profile: Option<PathBuf>,
+    /// Seconds between the load profile's samples, in the job's time. With a profile the bank
+    /// lends what the plan overspends at its worst over the profile (a peak before the calm
+    /// hours that pay for it); without one there is no credit.
+    #[arg(long, default_value = "1", value_parser = parse_secs, requires = "load_profile")]
+    load_profile_period: Duration,
     /// Candidate intervals in seconds, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "10,20,30,40,50,60,70,80,90,100,110,120")]
     candidates: Vec<f64>,
@@ -183,6 +188,7 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
             Some(path) => read_json(path, "load profile")?,
             None => Vec::new(),
         },
+        load_profile_period_s: a.load_profile_period.as_secs_f64(),
     };
     let recovery_model = match &recovery {
         RecoveryPredictor::Regression(m) => json!({"from": "experiments", "model": m}),
@@ -215,7 +221,7 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
                             metrics.decided(&plan.decision);
                             let mut line = json!({"event": "decision", "t": now, "basis": plan.basis, "decision": plan.decision});
                             if let Some(budget) = plan.budget {
-                                line["budget"] = json!({"price": budget.price, "planned_share": budget.planned_share,
+                                line["budget"] = json!({"price": budget.price, "planned_share": budget.planned_share, "credit_s": budget.credit_s,
                                     "checkpoint_spent_s": ctl.checkpoint_spent_s(), "share_spent": ctl.checkpoint_spent_s() / now.max(1.0)});
                             }
                             println!("{line}");

@@ -274,6 +274,21 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
         }
     }
 
+    /**
+     * Seconds of this run per sample of the load profile: the experiments run sampled every second
+     * of a profile compressed its own number of times (its summary.json), this run plays it
+     * compressed {@link TuneEvalPlan#compression()} times.
+     */
+    static double loadProfilePeriodS(TuneEvalPlan plan) throws IOException {
+        Path summary = plan.experiments().resolveSibling("summary.json");
+        com.fasterxml.jackson.databind.JsonNode compression = new com.fasterxml.jackson.databind.ObjectMapper()
+                .readTree(summary.toFile()).path("plan").path("compression");
+        if (!compression.isNumber() || compression.asDouble() <= 0) {
+            throw new IOException("no plan.compression in " + summary + " (written by an experiments run)");
+        }
+        return compression.asDouble() / plan.compression();
+    }
+
     /** The input_events_per_s column of a run's latency.csv as a JSON array (fragstate tune --load-profile). */
     static String loadProfileJson(Path latencyCsv) throws IOException {
         List<String> lines = Files.readAllLines(latencyCsv);
@@ -307,7 +322,8 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
         if (plan.checkpointBudget() > 0) {
             Path profile = plan.out().resolve("load-profile.json");
             Files.writeString(profile, loadProfileJson(plan.loadProfile()));
-            cmd.addAll(List.of("--checkpoint-budget", Double.toString(plan.checkpointBudget()), "--load-profile", profile.toString()));
+            cmd.addAll(List.of("--checkpoint-budget", Double.toString(plan.checkpointBudget()), "--load-profile", profile.toString(),
+                    "--load-profile-period", Double.toString(loadProfilePeriodS(plan))));
         }
         Path out = plan.out().resolve("tune.jsonl");
         Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(plan.out().resolve("tune.log").toFile()).start();

@@ -58,6 +58,9 @@ class TuneEvalPlanTest {
         assertThat(TuneEvalLoop.loadProfileJson(p.loadProfile())).isEqualTo("[271,1200]");
         java.nio.file.Files.writeString(p.loadProfile(), "second,records\n0,0\n");
         assertThatThrownBy(() -> TuneEvalLoop.loadProfileJson(p.loadProfile())).hasMessageContaining("input_events_per_s");
+        // the experiments played the profile compressed 53 times, this 10-minute run 42 times
+        java.nio.file.Files.writeString(dir.resolve("summary.json"), "{\"plan\": {\"compression\": 53}}");
+        assertThat(TuneEvalLoop.loadProfilePeriodS(p)).isCloseTo(53.0 / 42, org.assertj.core.api.Assertions.within(1e-9));
         assertThat(TuneEvalPlan.parse(new String[] {"--mode", "fixed:10"}, REPO).checkpointBudget()).isZero();
         assertThatThrownBy(() -> TuneEvalPlan.parse(new String[] {"--mode", "controller", "--experiments", "e.json",
                 "--checkpoint-budget", "2"}, REPO)).hasMessageContaining("(0, 1]").hasMessageContaining("got 2.0");

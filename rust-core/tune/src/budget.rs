@@ -75,31 +75,29 @@ impl CheckpointBudget {
         if !(checkpoint_s.is_finite() && checkpoint_s >= 0.0) {
             return Err(Error::invalid("checkpoint duration (s)", checkpoint_s, "a finite number ≥ 0"));
         }
+        // each profile sample's checkpoint seconds per second at a price, and their mean
         let rates_at = |price: f64| -> Result<Vec<f64>> { loads.iter().map(|&load| Ok(checkpoint_s / interval_at(price, load)?)).collect() };
-        let share_at = |price: f64| -> Result<f64> { Ok(rates_at(price)?.iter().sum::<f64>() / loads.len() as f64) };
-        let priced = |price: f64, planned_share: f64| -> Result<BudgetPrice> {
-            let credit_s = match period_s {
-                Some(p) => largest_cyclic_sum(&rates_at(price)?.iter().map(|r| (r - self.share) * p).collect::<Vec<_>>()),
-                None => 0.0,
-            };
-            Ok(BudgetPrice { price, planned_share, credit_s })
+        let mean = |rates: &[f64]| rates.iter().sum::<f64>() / rates.len() as f64;
+        let priced = |price: f64, rates: Vec<f64>| {
+            let credit_s = period_s.map_or(0.0, |p| largest_cyclic_sum(&rates.iter().map(|r| (r - self.share) * p).collect::<Vec<_>>()));
+            Ok(BudgetPrice { price, planned_share: mean(&rates), credit_s })
         };
-        let at_one = share_at(1.0)?;
-        if at_one <= self.share {
+        let at_one = rates_at(1.0)?;
+        if mean(&at_one) <= self.share {
             return priced(1.0, at_one);
         }
-        let at_max = share_at(MAX_PRICE)?;
-        if at_max > self.share {
+        let at_max = rates_at(MAX_PRICE)?;
+        if mean(&at_max) > self.share {
             return priced(MAX_PRICE, at_max);
         }
         // Bisection on the logarithm of the price (the share is a step function of it: the
-        // intervals are candidates); `high` always within the budget.
+        // intervals are candidates); `high` always within the budget, `planned` its rates.
         let (mut low, mut high, mut planned) = (0.0_f64, MAX_PRICE.ln(), at_max);
         while high - low > 1e-3 {
             let mid = (low + high) / 2.0;
-            let share = share_at(mid.exp())?;
-            if share <= self.share {
-                (high, planned) = (mid, share);
+            let rates = rates_at(mid.exp())?;
+            if mean(&rates) <= self.share {
+                (high, planned) = (mid, rates);
             } else {
                 low = mid;
             }

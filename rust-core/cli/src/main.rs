@@ -94,7 +94,7 @@ enum Command {
     },
     /// Tunes the checkpoint interval of a running Flink job (Khaos): models from failure
     /// experiments, a throughput forecast, checkpoints triggered through the REST API.
-    Tune(tune::TuneArgs),
+    Tune(Box<tune::TuneArgs>),
     /// Attacks one node of a running cluster for a while as a hostile peer (tests).
     #[command(hide = true)]
     DebugAttack(debug_attack::AttackArgs),
@@ -172,7 +172,7 @@ fn main() {
         Command::Stats { cluster, json } => stats::stats(cluster, json),
         Command::DebugFrame { cluster, bad } => debug_frame::debug_frame(cluster, bad),
         Command::DebugAttack(a) => debug_attack::debug_attack(a),
-        Command::Tune(a) => tune::tune(a),
+        Command::Tune(a) => tune::tune(*a),
     };
     if let Err(e) = result {
         eprintln!("fragstate: {e}");

@@ -89,3 +89,59 @@ fn a_checkpoint_budget_is_refused_without_an_mtbf_out_of_range_or_with_a_bad_pro
     let (ok, err) = tune_in(dir.path(), &[&flink[..], &["--mtbf", "600", "--checkpoint-budget", "0.005", "--load-profile", "p.json"]].concat());
     assert!(!ok && err.contains("p.json"), "{err}");
 }
+
+/// `dir` with e.json (experiments), f.json (figures: down 4 s, 3,000 records/s worked off) and
+/// in.json (600 s of input at 1,000 records/s).
+fn with_simulation_inputs() -> tempfile::TempDir {
+    let dir = with_experiments();
+    std::fs::write(
+        dir.path().join("f.json"),
+        r#"{"detection_s": 1, "restart_s": 2, "state_bytes": 1000000, "restore_bytes_per_s": 1000000, "max_throughput": 3000}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("in.json"), serde_json::to_string(&vec![1000.0; 600]).unwrap()).unwrap();
+    dir
+}
+
+#[test]
+fn simulate_runs_the_controller_and_each_fixed_interval_on_the_same_kills() {
+    let dir = with_simulation_inputs();
+    let out = Command::new(EXE)
+        .args(["tune", "--experiments", "e.json", "--figures", "f.json", "--mtbf", "200", "--simulate", "in.json"])
+        .args(["--simulate-kills", "3", "--simulate-seeds", "4", "--simulate-fixed", "10,120"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let l = lines(&out.stdout);
+    let runs: Vec<_> = l.iter().filter(|x| x["event"] == "simulated run").collect();
+    assert_eq!(runs.len(), 4 * 3, "{l:?}");
+    for seed in 1..=4 {
+        let kills: Vec<_> = runs.iter().filter(|r| r["seed"] == seed).map(|r| r["kills_s"].clone()).collect();
+        assert!(kills.iter().all(|k| *k == kills[0] && k.as_array().unwrap().len() == 3), "{kills:?}");
+    }
+    let policies: Vec<_> = l.iter().filter(|x| x["event"] == "simulated policy").collect();
+    let names: Vec<_> = policies.iter().map(|p| p["policy"].as_str().unwrap()).collect();
+    assert_eq!(names, ["controller", "fixed:10", "fixed:120"]);
+    // every 10 s loses less work than every 120 s
+    let lost = |p: &serde_json::Value| p["lost_s_mean"].as_f64().unwrap();
+    assert!(lost(policies[1]) < 10.0 && lost(policies[2]) > lost(policies[1]), "{policies:?}");
+    let share = policies[1]["controller_fewer_violations_share"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&share));
+}
+
+#[test]
+fn simulate_refuses_what_it_cannot_run_and_names_it() {
+    let dir = with_simulation_inputs();
+    let (ok, err) = tune_in(dir.path(), &["--simulate", "in.json"]);
+    assert!(!ok && err.contains("--figures"), "{err}");
+    let (ok, err) = tune_in(dir.path(), &["--figures", "f.json", "--simulate", "in.json", "--simulate-kills", "9"]);
+    assert!(!ok && err.contains("at most 5 kills"), "{err}");
+    std::fs::write(dir.path().join("empty.json"), "[]").unwrap();
+    let (ok, err) = tune_in(dir.path(), &["--figures", "f.json", "--simulate", "empty.json"]);
+    assert!(!ok && err.contains("input rate"), "{err}");
+    let (ok, err) = tune_in(dir.path(), &["--figures", "f.json", "--simulate", "in.json", "--simulate-kills-at", "300,100"]);
+    assert!(!ok && err.contains("ascending"), "{err}");
+    let (ok, err) = tune_in(dir.path(), &["--figures", "f.json", "--simulate", "in.json", "--simulate-fixed", "0"]);
+    assert!(!ok && err.contains("fixed interval"), "{err}");
+}

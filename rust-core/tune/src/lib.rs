@@ -19,6 +19,10 @@
 //!    [`controller`]: the state machine that turns polls of the job's record
 //!    count into decisions and checkpoint triggers; [`metrics`]: its decisions
 //!    and actions as Prometheus metrics.
+//!
+//! [`simulate`] replays an evaluation run in numbers (the job as fragstate's
+//! figures model it, kills at given moments, Flink's periodic trigger or the
+//! controller itself) to compare the policies over many draws of the kills.
 
 pub mod budget;
 pub mod choose;
@@ -27,6 +31,7 @@ pub mod forecast;
 pub mod metrics;
 pub mod model;
 pub mod predict;
+pub mod simulate;
 
 pub use budget::{BudgetPrice, CheckpointBudget};
 pub use choose::{choose, Candidate, Constraints, Decision, Objective};
@@ -35,3 +40,4 @@ pub use forecast::{forecast_throughput, samples_needed, Forecast};
 pub use metrics::{encode_metrics, TuneMetrics};
 pub use model::{Experiment, Fit, Model, Term};
 pub use predict::RecoveryFigures;
+pub use simulate::{kill_moments, simulate, Policy, SimJob, SimOutcome};

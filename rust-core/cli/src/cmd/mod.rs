@@ -16,3 +16,4 @@ pub(crate) mod put;
 pub(crate) mod rm;
 pub(crate) mod stats;
 pub(crate) mod tune;
+pub(crate) mod tune_simulate;

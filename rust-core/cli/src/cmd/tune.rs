@@ -114,6 +114,8 @@ pub(crate) struct TuneArgs {
     /// and the error of both as JSON lines.
     #[arg(long)]
     predict: Option<PathBuf>,
+    #[command(flatten)]
+    simulate: super::tune_simulate::SimulateArgs,
 }
 
 /// A measured failure to predict (`--predict`).
@@ -147,33 +149,25 @@ fn compare_predictions(experiments: &[Experiment], figures: Option<RecoveryFigur
     Ok(())
 }
 
-fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path, what: &str) -> Result<T> {
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path, what: &str) -> Result<T> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(format!("read {what} {}", path.display()), e))?;
     serde_json::from_str(&text).map_err(|e| Error::format(format!("{what} {}", path.display()), e.to_string()))
 }
 
-pub(crate) fn tune(a: TuneArgs) -> Result<()> {
-    let experiments: Vec<Experiment> = read_json(&a.experiments, "failure experiments")?;
-    if let Some(path) = &a.predict {
-        let measured: Vec<MeasuredRecovery> = read_json(path, "measured recoveries")?;
-        let figures = match &a.figures {
-            Some(p) => {
-                let f: RecoveryFigures = read_json(p, "fragstate figures")?;
-                f.validate()?;
-                Some(f)
-            }
-            None => None,
-        };
-        return compare_predictions(&experiments, figures, &measured);
-    }
-    let latency = Model::latency(&experiments)?;
+fn read_figures(path: &std::path::Path) -> Result<RecoveryFigures> {
+    let f: RecoveryFigures = read_json(path, "fragstate figures")?;
+    f.validate()?;
+    Ok(f)
+}
+
+/// The controller's configuration and models, as the options give them.
+fn controller_parts(a: &TuneArgs, experiments: &[Experiment]) -> Result<(ControllerConfig, Model, RecoveryPredictor)> {
+    let latency = Model::latency(experiments)?;
     let recovery_from = a.recovery.unwrap_or(if a.figures.is_some() { RecoveryFrom::Fragstate } else { RecoveryFrom::Experiments });
     let recovery = match recovery_from {
-        RecoveryFrom::Experiments => RecoveryPredictor::Regression(Model::recovery(&experiments)?),
+        RecoveryFrom::Experiments => RecoveryPredictor::Regression(Model::recovery(experiments)?),
         RecoveryFrom::Fragstate => {
-            let f: RecoveryFigures = read_json(a.figures.as_ref().expect("clap requires --figures"), "fragstate figures")?;
-            f.validate()?;
-            RecoveryPredictor::Fragstate(f)
+            RecoveryPredictor::Fragstate(read_figures(a.figures.as_ref().expect("clap requires --figures"))?)
         }
     };
     let cfg = ControllerConfig {
@@ -190,6 +184,22 @@ pub(crate) fn tune(a: TuneArgs) -> Result<()> {
         },
         load_profile_period_s: a.load_profile_period.as_secs_f64(),
     };
+    Ok((cfg, latency, recovery))
+}
+
+pub(crate) fn tune(a: TuneArgs) -> Result<()> {
+    let experiments: Vec<Experiment> = read_json(&a.experiments, "failure experiments")?;
+    if let Some(path) = &a.predict {
+        let measured: Vec<MeasuredRecovery> = read_json(path, "measured recoveries")?;
+        let figures = a.figures.as_deref().map(read_figures).transpose()?;
+        return compare_predictions(&experiments, figures, &measured);
+    }
+    let (cfg, latency, recovery) = controller_parts(&a, &experiments)?;
+    if let Some(input) = &a.simulate.simulate {
+        // the job is modelled by fragstate's figures whatever predicts the controller's recoveries
+        let figures = read_figures(a.figures.as_ref().expect("clap requires --figures with --simulate"))?;
+        return super::tune_simulate::simulate_runs(&a.simulate, input, &cfg, &latency, &recovery, figures);
+    }
     let recovery_model = match &recovery {
         RecoveryPredictor::Regression(m) => json!({"from": "experiments", "model": m}),
         RecoveryPredictor::Fragstate(f) => json!({"from": "fragstate", "figures": f}),

@@ -14,8 +14,12 @@ import java.util.Map;
  * restored at (that state over its INITIALIZING→RUNNING time, fragstate's fetch from the peers) —
  * and one calibrated figure, the job's throughput with a backlog: from each experiment whose
  * latency came back later than the job ran again, the backlog {@code t·(lost + down)} over the
- * catch-up {@code recovery - down}, plus {@code t}; never below 1.1x the highest input the
- * experiments saw with steady latency. No I/O.
+ * catch-up {@code recovery - down}, plus {@code t}; the highest of them, and never below 1.1x the
+ * highest input the experiments saw with steady latency. The highest, not the median: latency is
+ * only seen when a window fires (every 10 s in Traffic Monitoring), so a measured catch-up is the
+ * real one plus the wait for the next window, and each figure is a lower bound of the rate — the
+ * 2026-12-04 experiments gave 5,600–64,500 records/s, the median 17,700 where the evaluation
+ * runs' long recoveries showed about 80,000 (rust-core/tune/README.md, the simulation). No I/O.
  */
 final class RecoveryFiguresEstimate {
     private RecoveryFiguresEstimate() {}
@@ -55,7 +59,7 @@ final class RecoveryFiguresEstimate {
         if (detection.isEmpty() || state.isEmpty()) {
             return null;
         }
-        double maxThroughput = Math.max(capacity.isEmpty() ? 0 : LatencySeries.median(capacity), 1.1 * maxSteadyInput);
+        double maxThroughput = Math.max(capacity.stream().mapToDouble(Double::doubleValue).max().orElse(0), 1.1 * maxSteadyInput);
         Map<String, Object> f = new LinkedHashMap<>();
         f.put("detection_s", LatencySeries.median(detection));
         f.put("restart_s", LatencySeries.median(restart));

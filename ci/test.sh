@@ -42,6 +42,15 @@ step "Swarm runs in one process, quick variant: ci/swarm.sh --quick --in-process
 FRAGSTATE_CARGO_PROFILE=ci ci/swarm.sh --quick --in-process --transports tcp,memory --out "target/swarm-quick/in-process-$(date -u +%Y%m%d-%H%M%S)"
 echo "swarm quick variant took $((SECONDS - t0)) s"
 
+# the checkpoint-interval policies simulated, quick variant (issue 15): fragstate tune --simulate over 5 seeded
+# draws of the kills for every policy, from the committed experiments and runs; figures printed and plotted,
+# not asserted (the unit tests of fragstate-tune and cli/tests/tune_offline.rs assert). Long runs:
+# ci/tune-simulate.sh. Results under target/tune-simulate-quick/ (not committed).
+step "Checkpoint-interval policies simulated, quick variant: ci/tune-simulate.sh --quick (long runs: ci/tune-simulate.sh)"
+t0=$SECONDS
+FRAGSTATE_CARGO_PROFILE=ci ci/tune-simulate.sh --quick
+echo "tune simulation quick variant took $((SECONDS - t0)) s"
+
 # the fuzzers' quick variant (issue 12): every target of rust-core/fuzz under AFL++ for 5 s, two
 # at a time, from the committed corpus; fails on any crash or hang. The committed corpus and every
 # past finding were already replayed by the cargo test above. Long runs: ci/fuzz.sh --execs N.

@@ -115,6 +115,19 @@ def table(fixed, ctl):
     return lines
 
 
+def save(fig, ax, xlabel, ylabel, title, path):
+    """Both plots: a log x axis, labels, grid and legend, written to path."""
+    ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def plot_frontier(fixed, ctl, out):
     fig, ax = plt.subplots(figsize=(8, 5))
     ax.plot([f["checkpoint_s_median"] for f in fixed], [f["violations_mean"] for f in fixed], "o-", color="grey",
@@ -130,15 +143,8 @@ def plot_frontier(fixed, ctl, out):
                     textcoords="offset points", xytext=(4, -10), fontsize=8, color=color)
     for name, (m, color) in markers.items():
         ax.plot([], [], m, color=color, label="controller, %s figures" % name)
-    ax.set_xscale("log")
-    ax.set_xlabel("checkpoint time per run (s, median; log scale)")
-    ax.set_ylabel("QoS violations per run (mean)")
-    ax.set_title("Policies over the same draws of the kills")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "frontier.png"), dpi=110)
-    plt.close(fig)
+    save(fig, ax, "checkpoint time per run (s, median; log scale)", "QoS violations per run (mean)",
+         "Policies over the same draws of the kills", os.path.join(out, "frontier.png"))
 
 
 def plot_calibration(cal, out):
@@ -155,15 +161,8 @@ def plot_calibration(cal, out):
     for name, m in cal["measured"].items():
         if name in styles:
             ax.axhline(m["violations"], color=styles[name], ls="--", lw=1, label="%s, measured" % name)
-    ax.set_xscale("log")
-    ax.set_xlabel("the simulated job's catch-up rate (records/s)")
-    ax.set_ylabel("QoS violations in the run")
-    ax.set_title("Calibration: the committed eight-kill runs replayed")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "calibration.png"), dpi=110)
-    plt.close(fig)
+    save(fig, ax, "the simulated job's catch-up rate (records/s; log scale)", "QoS violations in the run",
+         "Calibration: the committed eight-kill runs replayed", os.path.join(out, "calibration.png"))
     return True
 
 

@@ -68,6 +68,12 @@ def recoveries(s):
     return ", ".join("%.1f" % k["recovery_s"] if k["recovered"] else "not back" for k in s.get("kills", []))
 
 
+def work_lost(s):
+    """Seconds from the latest completed checkpoint's trigger to each kill (runs since 2026-12-05)."""
+    lost = [k.get("lost_s") for k in s.get("kills", [])]
+    return ", ".join("%.0f" % x if x is not None else "none yet" for x in lost) if any(k is not None for k in lost) else "-"
+
+
 def constraint_sets(runs):
     """Khaos's defaults and every controller run's own constraints."""
     sets = [(1000.0, 120.0)]
@@ -80,21 +86,21 @@ def constraint_sets(runs):
 
 
 def table(runs, c):
-    lines = ["| run | checkpoints | checkpoint time (s) | checkpointed MB | mean latency (ms) | s above %d ms | recoveries (s) | recoveries above %d s | violations | exactly once |"
+    lines = ["| run | checkpoints | checkpoint time (s) | checkpointed MB | mean latency (ms) | s above %d ms | recoveries (s) | work lost per kill (s) | recoveries above %d s | violations | exactly once |"
              % c,
-             "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |"]
+             "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | --- |"]
     for s in runs:
         if s["mode"] == "experiments":
             continue
         if s["mode"] == "controller" and (s["plan"]["max_latency_ms"], s["plan"]["max_recovery_s"]) != c:
             continue
         if s.get("failure"):
-            lines.append("| %s | run failed: %s | | | | | | | | |" % (s["name"], s["failure"].replace("|", "/")))
+            lines.append("| %s | run failed: %s | | | | | | | | | |" % (s["name"], s["failure"].replace("|", "/")))
             continue
-        lines.append("| %s | %s | %.1f | %.1f | %.0f | %d of %d | %s | %d | %d | %s |" % (
+        lines.append("| %s | %s | %.1f | %.1f | %.0f | %d of %d | %s | %s | %d | %d | %s |" % (
             s["name"], s.get("checkpoints_completed", "-"), s.get("checkpoint_seconds_total", float("nan")),
             s.get("checkpointed_bytes_total", 0) / 1e6, s.get("mean_latency_ms", float("nan")),
-            seconds_above(s, c[0]), s.get("seconds_counted", 0), recoveries(s) or "-",
+            seconds_above(s, c[0]), s.get("seconds_counted", 0), recoveries(s) or "-", work_lost(s),
             recoveries_above(s, c[1]), violations(s, c), s.get("exactly_once", "-")))
     return lines
 

@@ -147,6 +147,7 @@ public final class RunTuneEval {
             k.put("steady_latency_ms", r.steadyMs());
             k.put("threshold_ms", r.thresholdMs());
             k.put("input_events_per_s", loop.inputRate((int) at - 30, (int) at));
+            k.put("lost_s", i < loop.lostS.size() ? loop.lostS.get(i) : null);
             if (i < loop.recoveries.size()) {
                 k.put("timeline", loop.recoveries.get(i).summary());
             }

@@ -49,6 +49,12 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
     JobSampler job;
     /** Seconds after the start at which each killed TaskManager's subtasks ran again elsewhere. */
     final List<Double> runningAgainAtS = new ArrayList<>();
+    /**
+     * For each kill: seconds from the trigger of the latest completed checkpoint to the kill — the
+     * work it lost ({@code fragstate tune --simulate}'s {@code lost_s}); null before any checkpoint
+     * or when Flink's REST API did not answer.
+     */
+    final List<Double> lostS = new ArrayList<>();
     private Process tune;
     private CheckpointTrigger trigger;
     /** Every completed checkpoint's end-to-end duration (ms), filled at the end. */
@@ -124,8 +130,10 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
     private void kill(ServiceStack stack, Disruptions disruptions, String jobId, AtomicInteger generatorSecond) throws Exception {
         RecoveryTimeline tl = new RecoveryTimeline();
         tl.kind = Scenario.Kind.KILL_TASKMANAGERS.name();
+        long lastTriggerMs = latestCompletedTriggerMs(stack.rest(), jobId);
         killAtS.add(elapsedS());
         disruptions.killAndAwaitRunning(jobId, tl, scenario.disruption(), generatorSecond);
+        lostS.add(lastTriggerMs > 0 ? (tl.killAtMs - lastTriggerMs) / 1000.0 : null);
         recoveries.add(tl);
         runningAgainAtS.add(elapsedS());
         for (String tm : tl.killedTaskManagers) {
@@ -133,6 +141,16 @@ final class TuneEvalLoop implements ScenarioRunner.Phase, AutoCloseable {
         }
         step(String.format(Locale.ROOT, "kill at %.0f s: job running again after %.1f s; %s started again",
                 killAtS.get(killAtS.size() - 1), (System.currentTimeMillis() - tl.killAtMs) / 1000.0, tl.killedTaskManagers));
+    }
+
+    /** When the latest completed checkpoint was triggered (epoch ms), -1 without one or an answer. */
+    private static long latestCompletedTriggerMs(FlinkRest rest, String jobId) {
+        try {
+            return rest.checkpoints(jobId).path("latest").path("completed").path("trigger_timestamp").asLong(-1);
+        } catch (IllegalStateException e) {
+            step("latest checkpoint unreadable before a kill (its work lost is not reported): " + e.getMessage());
+            return -1;
+        }
     }
 
     /**

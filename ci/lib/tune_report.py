@@ -334,6 +334,11 @@ def main(out, binary=None):
         lines.append("")
         for e in pred["errors"]:
             lines.append("- %s: RMS error %.1f s, mean absolute error %.1f s over %d failures" % (e["predictor"], e["rms_s"], e["mean_abs_s"], e["failures"]))
+    # drawn before the list below names the ones written
+    plot_latency(runs, sets, out)
+    plot_interval(runs, out)
+    plot_recovery_and_overhead(runs, sets, out)
+    plot_experiments(runs, out)
     plots = [p for p in ("latency.png", "recovery-and-overhead.png", "interval-vs-load.png", "experiments.png") if os.path.exists(os.path.join(out, p))]
     lines += ["", "Plots: " + ", ".join(plots), ""]
     with open(os.path.join(out, "RESULTS.md"), "w") as f:
@@ -341,10 +346,6 @@ def main(out, binary=None):
     slim = [{k: v2 for k, v2 in s.items() if k not in ("latency", "dir")} for s in runs]
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump({"runs": slim, "goals": goals, "recovery_prediction": pred}, f, indent=2)
-    plot_latency(runs, sets, out)
-    plot_interval(runs, out)
-    plot_recovery_and_overhead(runs, sets, out)
-    plot_experiments(runs, out)
     print("\n".join(lines))
 
 

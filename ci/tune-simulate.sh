@@ -20,7 +20,7 @@
 #   ci/tune-simulate.sh --quick          # CI: 5 seeds, results under target/
 # Options: --out DIR (default integration-tests/tune/results/<UTC date>-simulated), --seeds N (200),
 # --kills N (5), --capacity RATE (80000: the calibrated catch-up rate of the simulated job).
-# FRAGSTATE_TUNE_SKIP_BUILD=1 uses the binary already built; FRAGSTATE_CARGO_PROFILE=ci|release.
+# FRAGSTATE_CARGO_PROFILE=ci|release (default release): the profile the CLI is built with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=lib/common.sh
@@ -29,7 +29,7 @@ source ci/lib/common.sh
 help_on_request "$@"
 
 need python3 "install Python 3 (apt-get install python3)"
-profile="${FRAGSTATE_CARGO_PROFILE:-release}"
+profile="${FRAGSTATE_CARGO_PROFILE:-release}"  # cargo_binary's; named in the progress line
 
 out="integration-tests/tune/results/$(date -u +%F)-simulated"
 seeds=200
@@ -57,15 +57,9 @@ for f in "$experiments" "$figures" "$runs/fixed-120s/latency.csv" "$runs/control
   [ -f "$f" ] || die "committed input missing: $f"
 done
 
-if [ "${FRAGSTATE_TUNE_SKIP_BUILD:-}" = 1 ]; then
-  dir="$profile"; [ "$profile" = dev ] && dir=debug
-  fragstate="target/$dir/fragstate"
-  [ -x "$fragstate" ] || die "FRAGSTATE_TUNE_SKIP_BUILD=1 but no $fragstate: build it or drop the variable"
-else
-  need cargo "install Rust (https://rustup.rs)"
-  step "building the fragstate CLI (cargo profile $profile)"
-  fragstate="$(cargo_binary fragstate-cli fragstate)"
-fi
+need cargo "install Rust (https://rustup.rs)"
+step "building the fragstate CLI (cargo profile $profile; nothing to do when it is built)"
+fragstate="$(cargo_binary fragstate-cli fragstate)"
 
 mkdir -p "$out"
 python3 - "$runs/fixed-120s/latency.csv" "$out/input.json" "$figures" "$capacity" "$out/figures-corrected.json" <<'EOF'
@@ -97,10 +91,11 @@ done
 
 step "policies: $seeds draws of $kills kills in ${minutes_s} s, the job working off a backlog at $capacity records/s"
 common=(--simulate-kills "$kills" --simulate-seeds "$seeds" --simulate-max-throughput "$capacity" --mtbf "$mtbf")
-sim fixed --figures "$figures" "${common[@]}" --simulate-fixed 10,15,20,30,45,60,90,120,180,240
+# the fixed intervals (the frontier) beside the controller with the committed figures
+sim controller-committed --figures "$figures" "${common[@]}" --simulate-fixed 10,15,20,30,45,60,90,120,180,240
+sim controller-corrected --figures "$out/figures-corrected.json" "${common[@]}" --simulate-fixed 120
 for fig in committed corrected; do
   f="$figures"; [ "$fig" = corrected ] && f="$out/figures-corrected.json"
-  sim "controller-$fig" --figures "$f" "${common[@]}" --simulate-fixed 120
   for share in 0.004 0.008 0.016; do
     sim "budget-$share-$fig" --figures "$f" "${common[@]}" --simulate-fixed 120 --checkpoint-budget "$share" \
       --load-profile "$load_profile" --load-profile-period 1.963 --candidates "$budget_candidates"
@@ -110,4 +105,4 @@ done
 step "report"
 "$(ci/lib/plot-venv.sh)" ci/lib/tune_simulate_report.py "$out" "$runs"
 # every simulated run stays, compressed (the report reads them so too)
-gzip -f "$out"/*.jsonl
+gzip -nf "$out"/*.jsonl  # -n: no name or time in the header, so a rerun that simulates the same writes the same bytes

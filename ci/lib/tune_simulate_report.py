@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tune_report  # noqa: E402
 
 CONSTRAINTS = (1000.0, 120.0)  # Khaos's defaults, the simulations' constraints
+FRONTIER_SET = "controller-committed"  # the run of every fixed interval (ci/tune-simulate.sh); the others pair with fixed 120 s
 
 
 def read(out):
@@ -80,10 +81,8 @@ def policies(sets):
         by = {p["policy"]: p for p in s["policies"]}
         for p in s["policies"]:
             is_fixed = p["policy"].startswith("fixed:")
-            if is_fixed != (name == "fixed"):
-                # beside each controller a fixed 120 s on the same kills (the "fixed" set has it too);
-                # the "fixed" set's own controller is the committed figures' one again
-                continue
+            if is_fixed and name != FRONTIER_SET:
+                continue  # the fixed 120 s each controller is paired with; the frontier set has it too
             row = {k: v for k, v in p.items() if not k.startswith("controller_")}
             if not is_fixed and "fixed:120" in by:
                 row["paired_with_fixed_120"] = {"fewer_violations_share": by["fixed:120"]["controller_fewer_violations_share"],

@@ -336,12 +336,8 @@ mod tests {
         assert!((out.recovery_s[0] - expected).abs() < 1.0, "measured {} s, the figures predict {expected} s ({out:?})", out.recovery_s[0]);
         // latency above 1 s (0.7 s of waiting) from the kill until the backlog is nearly drained
         let above = out.seconds_above as f64;
-        assert!(above > downtime(&j) && above < expected + 1.0, "{out:?}");
+        assert!(above > j.figures.downtime_s() && above < expected + 1.0, "{out:?}");
         assert_eq!(out.seconds_above_per_kill, vec![out.seconds_above]);
-    }
-
-    fn downtime(j: &SimJob) -> f64 {
-        j.figures.downtime_s()
     }
 
     #[test]

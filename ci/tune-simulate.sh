@@ -16,7 +16,7 @@
 # then ci/lib/tune_simulate_report.py: DIR/RESULTS.md, DIR/summary.json and PNG plots; every
 # simulated run is kept in DIR/*.jsonl.gz.
 #
-#   ci/tune-simulate.sh                  # 200 seeds (~5 min on 2 cores)
+#   ci/tune-simulate.sh                  # 200 seeds (2.5 min on 2 cores)
 #   ci/tune-simulate.sh --quick          # CI: 5 seeds, results under target/
 # Options: --out DIR (default integration-tests/tune/results/<UTC date>-simulated), --seeds N (200),
 # --kills N (5), --capacity RATE (80000: the calibrated catch-up rate of the simulated job).

@@ -167,6 +167,13 @@ final class ServiceStack implements AutoCloseable {
         clusterKey = fragstateDir.resolve("cluster.key");
         Path bin = fragstateBinary();
         Shell.bash(repo, Duration.ofSeconds(30), "ci/lib/fragstate-nodes.sh", "keygen", bin.toString(), clusterKey.toString());
+        // FRAGSTATE_MEMBERSHIP, which `fragstate node` and the CLI read, sets the Flink JVMs' nodes
+        // too, so that one variable runs a scenario under either membership (issue 13)
+        String membership = System.getenv("FRAGSTATE_MEMBERSHIP");
+        if (membership != null && !membership.isBlank()) {
+            flinkConfig.put("fragstate.membership", membership.strip());
+            Report.step("membership " + membership.strip() + " (FRAGSTATE_MEMBERSHIP)");
+        }
         if (scenario.stockFlinkConfig()) {
             // the user's config as documented: only the key file's path is this run's; listen and
             // bootstrap stay the plugin's defaults (port 6130, /dns4/localhost/tcp/6130)

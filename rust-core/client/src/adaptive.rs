@@ -140,6 +140,24 @@ impl Adaptive {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Ends the phase that chose `params` now, when they are not the configured
+    /// ones: a node was lost since the phase was decided and `params` need more
+    /// live storage nodes than are left, so the next object decides anew over
+    /// the nodes live now (or the configured parameters). Without this every
+    /// new object fails until the phase runs out — a checkpoint every second
+    /// fails for a whole phase. False when a new decision cannot help.
+    pub fn end_phase(&self, params: CodingParams) -> bool {
+        if params == self.configured {
+            return false;
+        }
+        let mut s = self.lock();
+        // another writer may have ended it already (then the new phase is tried as well)
+        if s.params == params {
+            s.started = None;
+        }
+        true
+    }
+
     /// The parameters of a new object. When the phase has ended, decides the
     /// next from `candidates` and their `estimates` (same order), given that
     /// this client has written `bytes_written` bytes in all.

@@ -116,7 +116,16 @@ impl Client {
     /// Starts writing `path` with the client's coding parameters (in adaptive
     /// mode, the current phase's).
     pub async fn create(&self, path: &str, overwrite: bool) -> Result<ObjectWriter> {
-        self.create_with(path, self.ctx.new_object_params(), overwrite).await
+        let params = self.ctx.new_object_params();
+        match self.create_with(path, params, overwrite).await {
+            // the phase's setting needs more live nodes than are left (one was lost since it
+            // was decided): decide the next phase over the nodes live now, and try once more
+            Err(e @ Error::InsufficientNodes { .. }) if self.ctx.end_adaptive_phase(params) => {
+                tracing::warn!(path, error = %e, "adaptive phase ended early: its parameters cannot be placed on the live nodes");
+                self.create_with(path, self.ctx.new_object_params(), overwrite).await
+            }
+            r => r,
+        }
     }
 
     /// Starts writing `path`. Without `overwrite`, an existing object is an

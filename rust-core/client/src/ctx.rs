@@ -262,6 +262,12 @@ impl Ctx {
         })
     }
 
+    /// Ends the adaptive phase that chose `params` ([`crate::adaptive::Adaptive::end_phase`]);
+    /// false when adaptive mode is off or a new decision cannot help.
+    pub fn end_adaptive_phase(&self, params: CodingParams) -> bool {
+        self.adaptive.as_ref().is_some_and(|a| a.end_phase(params))
+    }
+
     /// In adaptive mode, moves the clearly slow holders of a new object to its
     /// parity positions ([`fragstate_core::adaptive::data_first`]).
     pub fn data_holders_first(&self, p: &mut Placement, params: CodingParams) {

@@ -148,3 +148,43 @@ fn a_holder_that_becomes_slow_mid_run_loses_its_data_fragments() {
         assert!(last[8..].iter().all(|&data_on_slow| !data_on_slow), "the slow node still took data fragments late in the run: {last:?}");
     });
 }
+
+#[test]
+fn a_phase_whose_setting_no_longer_fits_the_live_nodes_ends_at_once() {
+    rt().block_on(async {
+        // eight equal nodes, each bound by its own rate: once measured, a phase chooses more
+        // data fragments than RS(4,2)'s four (a restore reads them in parallel)
+        let mesh = Mesh::in_memory(8, u64::MAX);
+        let ids = mesh.node_ids();
+        for id in &ids {
+            mesh.slow_down(id, Duration::from_millis(2)).unwrap();
+        }
+        let phase = Duration::from_secs(1);
+        let c = Client::new(mesh.clone(), adaptive(phase, 1.5)).unwrap();
+        let data = payload(1 << 20, 9);
+        let started = std::time::Instant::now();
+        let mut writes = 0;
+        while !(c.stats().peers.len() == 8 && c.stats().peers.iter().all(|p| p.trusted)) {
+            assert!(started.elapsed() < Duration::from_secs(10), "not every peer measured: {:?}", c.stats());
+            write(&c, &format!("measure-{writes}"), &data, 1 << 20).await;
+            writes += 1;
+        }
+        // phases end by time; the next write decides from the measurements
+        tokio::time::sleep(phase + Duration::from_millis(100)).await;
+        let wide = write(&c, "wide", &data, 1 << 20).await.params;
+        assert!(wide.fragments() > c.config().params.fragments(), "this test needs a phase wider than the configured RS(4,2): {:?}", c.stats().adaptive);
+        // lose nodes until that setting cannot be placed but the configured one still can
+        for id in &ids[..8 - wide.fragments() + 1] {
+            mesh.kill(id).unwrap();
+        }
+        assert_eq!(c.stats().adaptive.phase, 2, "the phase has not run out by time");
+        // the next write does not fail for the rest of the phase: the phase ends and the
+        // next one is decided over the live nodes
+        let man = write(&c, "after-loss", &data, 1 << 20).await;
+        assert!(man.params.fragments() < wide.fragments(), "{:?}", man.params);
+        assert!(man.holders.iter().all(|h| mesh.is_alive(h)), "{:?}", man.holders);
+        let st = c.stats().adaptive;
+        assert_eq!(st.phase, 3, "{st:?}");
+        assert_eq!(read(&c, "after-loss").await.unwrap(), data);
+    });
+}

@@ -24,7 +24,19 @@ import java.util.Map;
 public final class RunSoak {
     private RunSoak() {}
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
+        try {
+            run(args);
+        } catch (Exception e) {
+            // also past a failure of the harness itself: the generator's thread must not keep
+            // the JVM (and ci/soak.sh) waiting after the teardown
+            e.printStackTrace();
+            System.out.println("soak FAILED: " + e);
+            System.exit(2);
+        }
+    }
+
+    private static void run(String[] args) throws Exception {
         Path repo = repo(args);
         List<String> rest = new ArrayList<>();
         Map<String, String> extra = new LinkedHashMap<>();

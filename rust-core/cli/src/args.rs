@@ -95,9 +95,9 @@ pub(crate) struct ClusterArgs {
 
 #[derive(Args, Clone)]
 pub(crate) struct MembershipArgs {
-    /// How nodes learn who is live, the same on every node of a cluster: `mesh` (every node
-    /// connected to every other; tens of nodes) or `swim` (gossip, connections on demand;
-    /// NETWORK.md "Membership without a full mesh").
-    #[arg(long = "membership", env = "FRAGSTATE_MEMBERSHIP", default_value = "mesh")]
+    /// How nodes learn who is live, the same on every node of a cluster: `swim` (gossip,
+    /// connections on demand; NETWORK.md "Membership without a full mesh") or `mesh` (every
+    /// node connected to every other; tens of nodes; the default before 2026-12-05).
+    #[arg(long = "membership", env = "FRAGSTATE_MEMBERSHIP", default_value_t = Membership::default())]
     pub mode: Membership,
 }

@@ -282,7 +282,7 @@ fn library_node_in_cluster_mode_writes_and_reads_over_the_network() {
         store_memory: 1 << 30,
         cell_size: 65536,
         // as the command-line nodes of this run (`FRAGSTATE_MEMBERSHIP`, read by `fragstate node`)
-        membership: std::env::var("FRAGSTATE_MEMBERSHIP").unwrap_or_else(|_| "mesh".into()),
+        membership: std::env::var("FRAGSTATE_MEMBERSHIP").unwrap_or_else(|_| fragstate_net::Membership::default().to_string()),
         ..Default::default()
     };
     let node = {

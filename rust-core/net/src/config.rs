@@ -22,17 +22,20 @@ pub(crate) const IDENTIFY_PROTOCOL: &str = "/fragstate/id/1.0.0";
 pub(crate) const MAX_TOMBSTONES_PER_HELLO: usize = 1000;
 
 /// How nodes learn who is live (one mode per cluster: nodes of different
-/// modes do not see each other as live).
+/// modes do not see each other as live). The default, [`Membership::Swim`],
+/// is what `fragstate node`, the CLI and the Flink plugin run unless told
+/// otherwise; [`NetConfig::new`] starts from the mesh, and
+/// [`NetConfig::set_membership`] switches (with SWIM's connection timings).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Membership {
     /// Every node connects to every other, pings each and sends each a hello
     /// every `hello_interval`; live means connected. Right for tens of nodes.
-    #[default]
     Mesh,
     /// SWIM over `/fragstate/swim/1.0.0` (`swim_node.rs`, NETWORK.md
     /// "Membership without a full mesh"): connections only to the peers a node
     /// talks to, closed after [`SWIM_IDLE_CONNECTION_TIMEOUT`] unused; live
     /// means a SWIM member that is not dead.
+    #[default]
     Swim,
 }
 

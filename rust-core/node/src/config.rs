@@ -81,7 +81,7 @@ pub struct NodeConfig {
     pub cluster_key_file: Option<String>,
     pub insecure_no_cluster_key: bool,
     pub failure_domain: Option<String>,
-    /// `mesh` or `swim` (`fragstate_net::Membership`).
+    /// `swim` (the default) or `mesh` (`fragstate_net::Membership`).
     pub membership: String,
     pub read_ahead: usize,
     /// Stored bytes per second the background scrub verifies (per process:
@@ -112,7 +112,7 @@ impl Default for NodeConfig {
             cluster_key_file: None,
             insecure_no_cluster_key: false,
             failure_domain: None,
-            membership: "mesh".into(),
+            membership: fragstate_net::Membership::default().to_string(),
             read_ahead: ClientConfig::default().read_ahead,
             scrub_rate: DEFAULT_SCRUB_RATE,
             log_level: "info".into(),

@@ -72,7 +72,8 @@ pub(crate) fn spawn_nodes(n: usize, key: Option<&std::path::Path>) -> Result<Spa
     for i in 0..n {
         let mut cmd = std::process::Command::new(&exe);
         cmd.args(["node", "--listen", "/ip4/127.0.0.1/tcp/0", "--memory", "8GiB", "--domain", &format!("bench-{i}"), "--repair-rate", "0", "--serve-bench-frames"]);
-        // The fragment path is measured; membership is the default mesh whatever the environment says.
+        // The fragment path is measured, over the full mesh (no probes or dials on demand in the
+        // figures) whatever the environment says; the client below is a mesh node too.
         cmd.args(["--membership", "mesh"]);
         match key {
             Some(k) => cmd.arg("--key-file").arg(k),

@@ -160,17 +160,18 @@ public final class FragstateOptions {
     public static final ConfigOption<Membership> MEMBERSHIP =
             ConfigOptions.key("fragstate.membership")
                     .enumType(Membership.class)
-                    .defaultValue(Membership.MESH)
+                    .defaultValue(Membership.SWIM)
                     .withDescription(
                             "Cluster mode: how nodes learn which peers are live; one value for the"
                                     + " whole cluster (nodes of different values do not see each other)."
-                                    + " 'mesh' (the default): every node connects to every other and"
-                                    + " pings each; right for tens of nodes. 'swim': SWIM gossip, with"
-                                    + " connections only to the peers a node talks to (closed after 5 s"
-                                    + " unused); a killed node is avoided at once by the nodes whose"
-                                    + " connection to it broke and known dead cluster-wide after its"
-                                    + " suspicion timeout (at least 3 s). Standalone nodes take the same"
-                                    + " choice as `fragstate node --membership` (NETWORK.md).");
+                                    + " 'swim' (the default): SWIM gossip, with connections only to the"
+                                    + " peers a node talks to (closed after 5 s unused); a killed node is"
+                                    + " avoided at once by the nodes whose connection to it broke and known"
+                                    + " dead cluster-wide after its suspicion timeout (at least 3 s)."
+                                    + " 'mesh' (the default before 2026-12-05): every node connects to"
+                                    + " every other and pings each; right for tens of nodes. Standalone"
+                                    + " nodes take the same choice as `fragstate node --membership`"
+                                    + " (NETWORK.md).");
 
     public static final ConfigOption<Duration> STORAGE_WAIT =
             ConfigOptions.key("fragstate.storage-wait")

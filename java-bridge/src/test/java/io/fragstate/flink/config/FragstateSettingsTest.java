@@ -349,8 +349,8 @@ class FragstateSettingsTest {
 
     @Test
     void membershipIsSentInClusterMode() {
-        assertThat(settings(CLUSTER).toNodeJson()).contains("\"membership\":\"mesh\"");
-        assertThat(settings(cluster("fragstate.membership", "SWIM")).toStartJson()).contains("\"membership\":\"swim\"");
+        assertThat(settings(CLUSTER).toNodeJson()).contains("\"membership\":\"swim\"");
+        assertThat(settings(cluster("fragstate.membership", "MESH")).toStartJson()).contains("\"membership\":\"mesh\"");
         assertThat(settings("fragstate.membership", "swim").toNodeJson()).doesNotContain("membership");
         rejects("fragstate.membership", "gossip", "one of mesh | swim", CLUSTER);
     }

@@ -117,12 +117,15 @@ impl Client {
     /// mode, the current phase's).
     pub async fn create(&self, path: &str, overwrite: bool) -> Result<ObjectWriter> {
         let params = self.ctx.new_object_params();
-        match self.create_with(path, params, overwrite).await {
+        params.validate()?;
+        let created = self.created_for_new_write(path, overwrite).await?;
+        match ObjectWriter::start(self.ctx.clone(), path, params, overwrite, created).await {
             // the phase's setting needs more live nodes than are left (one was lost since it
             // was decided): decide the next phase over the nodes live now, and try once more
+            // (the path's lookup above holds for either setting)
             Err(e @ Error::InsufficientNodes { .. }) if self.ctx.end_adaptive_phase(params) => {
                 tracing::warn!(path, error = %e, "adaptive phase ended early: its parameters cannot be placed on the live nodes");
-                self.create_with(path, self.ctx.new_object_params(), overwrite).await
+                ObjectWriter::start(self.ctx.clone(), path, self.ctx.new_object_params(), overwrite, created).await
             }
             r => r,
         }
@@ -132,14 +135,19 @@ impl Client {
     /// error; with it, the old object stays readable until the new one commits.
     pub async fn create_with(&self, path: &str, params: CodingParams, overwrite: bool) -> Result<ObjectWriter> {
         params.validate()?;
+        let created = self.created_for_new_write(path, overwrite).await?;
+        ObjectWriter::start(self.ctx.clone(), path, params, overwrite, created).await
+    }
+
+    /// The creation time of a new write of `path`: after the write it replaces
+    /// (even within one millisecond or with a clock that went back). Without
+    /// `overwrite`, an existing object is an error.
+    async fn created_for_new_write(&self, path: &str, overwrite: bool) -> Result<u64> {
         let existing = self.find_manifest(path).await?;
         if !overwrite && existing.is_some() {
             return Err(Error::AlreadyExists { path: path.to_string() });
         }
-        // The new version must order after the one it replaces, even within
-        // one millisecond or with a clock that went back.
-        let created = WriteVersion::next_created(existing.map(|m| m.created_unix_ms), now_unix_ms(), path)?;
-        ObjectWriter::start(self.ctx.clone(), path, params, overwrite, created).await
+        WriteVersion::next_created(existing.map(|m| m.created_unix_ms), now_unix_ms(), path)
     }
 
     /// Whether a new object could be written now: `k + m` live storage nodes

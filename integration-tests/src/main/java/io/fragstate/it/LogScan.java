@@ -3,6 +3,7 @@ package io.fragstate.it;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.LocalDateTime;
@@ -93,7 +94,7 @@ final class LogScan {
             List<String> lines;
             try {
                 lines = Files.readAllLines(f, StandardCharsets.UTF_8);
-            } catch (java.nio.file.NoSuchFileException gone) {
+            } catch (NoSuchFileException gone) {
                 // a RocksDB LOG deleted with its instance between the listing and the read (a
                 // scan after a failed run, while the job still restarts): nothing left to scan
                 continue;

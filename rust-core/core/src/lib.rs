@@ -54,6 +54,7 @@ pub mod delete;
 pub mod error;
 pub mod format;
 pub mod heap;
+pub mod holder_check;
 pub mod ids;
 pub mod lookup;
 pub mod params;

@@ -95,6 +95,8 @@ fn decode_body(kind: Kind, body: Bytes, max_cell: u32) {
         Kind::Stats => drop(round_trip::<NodeStats>("stats", &body)),
         Kind::Err => drop(round_trip::<WireError>("error", &body)),
         Kind::ManifestPut => drop(round_trip::<ManifestPut>("manifest put", &body)),
+        Kind::CheckHeld => drop(round_trip::<wire::HeldCheckReq>("check held", &body)),
+        Kind::HeldAnswers => drop(round_trip::<Vec<wire::HeldAnswer>>("held answers", &body)),
         Kind::Finish | Kind::Ok | Kind::NoManifest | Kind::Stat | Kind::BenchSink => {}
     }
 }

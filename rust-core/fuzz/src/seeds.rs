@@ -105,6 +105,8 @@ pub fn all() -> Vec<Seed> {
     let stats = wire::encode(&NodeStats { node: "node-1".into(), role: "storage".into(), fragments: 4, ..Default::default() });
     let error = wire::encode(&WireError::CellNotFound { path: "p".into(), index: 1, stripe: 2, node: "node-1".into() });
     let put = wire::encode(&ManifestPut::KeptNewer(WriteVersion { created_unix_ms: NOW_MS, write_id: 2 }));
+    let check_held = wire::encode(&wire::HeldCheckReq { queries: vec![wire::HeldQuery::of(&plain.manifest)] });
+    let held = wire::encode(&vec![wire::HeldAnswer::NewerRevision { names_asker: false }, wire::HeldAnswer::Deleted]);
 
     // A server's requests (mode 0): hello, an upload's header, reads, a manifest, deletes.
     let mut requests = vec![0u8];
@@ -116,6 +118,7 @@ pub fn all() -> Vec<Seed> {
         (Kind::List, &list),
         (Kind::Delete, &delete),
         (Kind::Stat, &vec![]),
+        (Kind::CheckHeld, &check_held),
     ] {
         requests.extend(frame(kind, body));
     }
@@ -138,6 +141,7 @@ pub fn all() -> Vec<Seed> {
         (Kind::PutManifest, Kind::ManifestPut, &put),
         (Kind::Hello, Kind::HelloReply, &hello_body()),
         (Kind::GetCell, Kind::Err, &error),
+        (Kind::CheckHeld, Kind::HeldAnswers, &held),
     ] {
         let mut answer = vec![2u8, to as u8];
         answer.extend_from_slice(&4096u32.to_le_bytes());

@@ -23,6 +23,7 @@
 
 pub mod config;
 mod dials;
+mod holder_check;
 pub mod key;
 mod membership;
 mod peer_limit;
@@ -49,6 +50,7 @@ pub use state::{DialCause, Traffic};
 pub use peer_limit::{FRAME_BYTES_PER_PEER, MAX_FRAME_BYTES, MAX_STREAMS, STREAMS_PER_PEER, UPLOADS_PER_PEER};
 pub use pending_limit::MAX_PENDING_INCOMING_PER_ADDRESS;
 pub use swarm::{MAX_ESTABLISHED, MAX_ESTABLISHED_PER_PEER, MAX_PENDING_INCOMING};
+pub use holder_check::HolderCheckPass;
 pub use services::ServiceConfig;
 pub use wire::{NodeStats, Role};
 

@@ -39,6 +39,13 @@ pub struct NodeStats {
     /// about (k + m) × the objects deleted.
     pub manifests_deleted: u64,
     pub reclaimed_fragments: u64,
+    /// Passes of the holder check (NETWORK.md, "Background services").
+    pub holder_check_passes: u64,
+    /// Copies the holder check compared with another holder's, summed over passes.
+    pub holder_checked: u64,
+    /// Copies the holder check dropped: repaired elsewhere, overwritten or
+    /// deleted while this node was away.
+    pub stale_copies_dropped: u64,
     pub protocol_violations: u64,
     /// Streams closed unanswered: their peer had its share open (NETWORK.md, "Bounded resources").
     pub streams_refused: u64,

@@ -16,7 +16,7 @@ use fragstate_core::ids::{FragmentKey, NodeId};
 use crate::membership::violation_or_log;
 use crate::peer_limit::{FramePermit, PeerLimit, MAX_STREAMS, STREAMS_PER_PEER};
 use crate::state::{blocking, Inner};
-use crate::wire::{self, Expect, Frame, GetCellReq, Kind, ListReq, WireDelete, WireDeleteStats, WireError};
+use crate::wire::{self, Expect, Frame, GetCellReq, HeldCheckReq, Kind, ListReq, WireDelete, WireDeleteStats, WireError};
 
 pub(crate) async fn accept_task(inner: Arc<Inner>, mut incoming: libp2p_stream::IncomingStreams) {
     let mut shutdown = inner.shutdown.subscribe();
@@ -186,6 +186,11 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeI
                 inner.scrub.report(key, r.stripe);
             }
             inner.send(node, s, Kind::Ok, &[], &[]).await
+        }
+        Kind::CheckHeld => {
+            let req: HeldCheckReq = wire::decode("check held", &f.body)?;
+            let r = blocking(|| inner.answer_held(node, &req.queries));
+            reply(inner, node, s, r, |answers| (Kind::HeldAnswers, wire::encode(&answers))).await
         }
         Kind::Stat => inner.send(node, s, Kind::Stats, &wire::encode(&inner.stats_with_client()), &[]).await,
         Kind::Probe => {

@@ -30,6 +30,9 @@ pub struct ServiceConfig {
     /// Fragments that no manifest commits are reclaimed after this age.
     pub reclaim_after: Duration,
     pub reclaim_interval: Duration,
+    /// How often the holder check runs (0: never); the first pass runs
+    /// `min(15 s, interval)` after the start.
+    pub holder_check_interval: Duration,
     /// The background scrub: its rate (0: only reported cells are verified)
     /// and how often a pass may start.
     pub scrub: ScrubConfig,
@@ -43,6 +46,7 @@ impl Default for ServiceConfig {
             repair_rate: 200 * 1024 * 1024,
             reclaim_after: Duration::from_secs(600),
             reclaim_interval: Duration::from_secs(30),
+            holder_check_interval: Duration::from_secs(300),
             scrub: ScrubConfig::default(),
         }
     }
@@ -64,7 +68,7 @@ impl NetNode {
         }
     }
 
-    /// Starts the repair, scrub and reclaim loops (storage nodes).
+    /// Starts the repair, scrub, holder check and reclaim loops (storage nodes).
     pub fn start_services(&self, cfg: ServiceConfig) {
         if self.store().is_none() {
             return;
@@ -75,6 +79,9 @@ impl NetNode {
         let node = self.clone();
         let scrub = cfg.scrub.clone();
         self.spawn("scrub", async move { scrub_loop(node, scrub).await });
+        let node = self.clone();
+        let every = cfg.holder_check_interval;
+        self.spawn("holder check", async move { crate::holder_check::holder_check_loop(node, every).await });
         let node = self.clone();
         self.spawn("reclaim", async move { reclaim_loop(node, cfg).await });
     }

@@ -101,6 +101,10 @@ pub(crate) struct Counters {
     /// Manifest copies removed by `Delete` requests this node served.
     pub manifests_deleted: AtomicU64,
     pub reclaimed_fragments: AtomicU64,
+    /// The holder check's passes, copies checked and stale copies dropped.
+    pub holder_check_passes: AtomicU64,
+    pub holder_checked: AtomicU64,
+    pub stale_copies_dropped: AtomicU64,
     pub protocol_violations: AtomicU64,
     /// Streams closed unanswered because their peer had its share open.
     pub streams_refused: AtomicU64,
@@ -284,6 +288,9 @@ impl Inner {
             tombstone_deletes: g(&c.tombstone_deletes),
             manifests_deleted: g(&c.manifests_deleted),
             reclaimed_fragments: g(&c.reclaimed_fragments),
+            holder_check_passes: g(&c.holder_check_passes),
+            holder_checked: g(&c.holder_checked),
+            stale_copies_dropped: g(&c.stale_copies_dropped),
             protocol_violations: g(&c.protocol_violations),
             streams_refused: g(&c.streams_refused),
             uploads_refused: g(&c.uploads_refused),

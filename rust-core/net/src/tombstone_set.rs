@@ -13,7 +13,7 @@
 //! - count and bytes: beyond [`TombstoneLimits::max_count`] or
 //!   [`TombstoneLimits::max_bytes`] the oldest entries are evicted (counted).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::wire::Tombstone;
 
@@ -61,6 +61,9 @@ pub struct TombstoneSet {
     at: HashMap<(bool, String), u64>,
     /// (time, prefix flag, path): the oldest first, for eviction and pruning.
     order: BTreeSet<(u64, bool, String)>,
+    /// Prefix entries by path length, so that [`TombstoneSet::covers`] looks
+    /// up only the prefixes of a path that can have an entry.
+    prefix_lens: BTreeMap<usize, usize>,
     bytes: usize,
     evicted: u64,
 }
@@ -111,6 +114,9 @@ impl TombstoneSet {
             }
             None => {
                 self.bytes += entry_bytes(&t.path);
+                if t.prefix {
+                    *self.prefix_lens.entry(t.path.len()).or_default() += 1;
+                }
                 Inserted::New
             }
         };
@@ -126,6 +132,14 @@ impl TombstoneSet {
     fn remove_oldest(&mut self) {
         if let Some((_, prefix, path)) = self.order.pop_first() {
             self.bytes -= entry_bytes(&path);
+            if prefix {
+                if let Some(n) = self.prefix_lens.get_mut(&path.len()) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.prefix_lens.remove(&path.len());
+                    }
+                }
+            }
             self.at.remove(&(prefix, path));
         }
     }
@@ -139,6 +153,13 @@ impl TombstoneSet {
             removed += 1;
         }
         removed
+    }
+
+    /// Whether an entry covers a write of `path` created at `created_ms`: a
+    /// tombstone of the path itself or of a prefix of it, made at or after it.
+    pub fn covers(&self, path: &str, created_ms: u64) -> bool {
+        let at = |prefix: bool, p: &str| self.at.get(&(prefix, p.to_string())).is_some_and(|&t| t >= created_ms);
+        at(false, path) || self.prefix_lens.range(..=path.len()).any(|(&len, _)| path.is_char_boundary(len) && at(true, &path[..len]))
     }
 
     /// At most `n` entries with a time of at least `since_ms`, the newest first.
@@ -178,6 +199,23 @@ mod tests {
         assert_eq!(s.insert(&t(true, "a", NOW), NOW), Inserted::New, "a prefix is another entry");
         assert_eq!(s.len(), 2);
         assert_eq!(s.newest(10, 0), vec![t(true, "a", NOW), t(false, "a", NOW)]);
+    }
+
+    #[test]
+    fn a_write_is_covered_by_a_later_tombstone_of_its_path_or_of_any_prefix() {
+        let mut s = TombstoneSet::new(TombstoneLimits::default());
+        s.insert(&t(false, "job/chk-1/a", NOW - 10), NOW);
+        s.insert(&t(true, "job/chk-2/", NOW - 10), NOW);
+        s.insert(&t(true, "", NOW - 100), NOW);
+        assert!(s.covers("job/chk-1/a", NOW - 10));
+        assert!(!s.covers("job/chk-1/a", NOW - 9), "created after the delete");
+        assert!(!s.covers("job/chk-1/ab", NOW - 50), "a path tombstone is not a prefix");
+        assert!(s.covers("job/chk-2/x/y", NOW - 11));
+        assert!(s.covers("job/chk-2/", NOW - 11));
+        assert!(!s.covers("job/chk-2", NOW - 11));
+        assert!(s.covers("anything", NOW - 100), "the empty prefix covers every path");
+        assert!(!s.covers("anything", NOW - 99));
+        assert!(s.covers("é/ü", NOW - 100), "prefixes end at character boundaries");
     }
 
     #[test]
@@ -240,6 +278,12 @@ mod tests {
                 prop_assert_eq!(all.len(), s.len());
                 prop_assert_eq!(all.iter().map(|t| entry_bytes(&t.path)).sum::<usize>(), s.bytes());
                 prop_assert!(all.iter().all(|t| t.at_unix_ms <= now + MAX_CLOCK_SKEW_MS));
+                prop_assert_eq!(s.prefix_lens.values().sum::<usize>(), all.iter().filter(|t| t.prefix).count());
+                for t in &all {
+                    let longer = t.path.clone() + "x";
+                    prop_assert!(s.covers(&t.path, t.at_unix_ms));
+                    prop_assert!(!t.prefix || s.covers(&longer, t.at_unix_ms));
+                }
             }
         }
     }

@@ -20,6 +20,7 @@ use fragstate_core::format::{CellFrame, ObjectSummary, CELL_FRAME_HEADER_LEN, MA
 use fragstate_core::ids::WriteId;
 use fragstate_core::params::MAX_CELL_SIZE;
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
+pub use fragstate_core::holder_check::{HeldAnswer, HeldQuery};
 use fragstate_core::ids::NodeId;
 use fragstate_core::version::WriteVersion;
 pub use fragstate_client::scrubber::ScrubStats;
@@ -54,6 +55,9 @@ pub enum Kind {
     /// A speed probe (body: the bytes wanted, a `u32` of at most
     /// [`MAX_PROBE_BYTES`]); answered `CellData` of that many zero bytes.
     Probe = 14,
+    /// A holder asks another holder which copies of its objects it has (body:
+    /// [`HeldCheckReq`]); answered `HeldAnswers`.
+    CheckHeld = 15,
     Ok = 64,
     Err = 65,
     CellData = 66,
@@ -65,6 +69,8 @@ pub enum Kind {
     HelloReply = 72,
     /// Answer to `PutManifest`: a [`fragstate_core::version::ManifestPut`].
     ManifestPut = 73,
+    /// Answer to `CheckHeld`: one [`HeldAnswer`] per query, in order.
+    HeldAnswers = 74,
 }
 
 impl Kind {
@@ -85,6 +91,7 @@ impl Kind {
             12 => BenchSource,
             13 => ReportCorrupt,
             14 => Probe,
+            15 => CheckHeld,
             64 => Ok,
             65 => Err,
             66 => CellData,
@@ -95,6 +102,7 @@ impl Kind {
             71 => Stats,
             72 => HelloReply,
             73 => ManifestPut,
+            74 => HeldAnswers,
             _ => return None,
         })
     }
@@ -143,7 +151,7 @@ impl Expect {
         use Kind::*;
         match self {
             Expect::Request => {
-                matches!(kind, Hello | OpenFragment | GetCell | PutManifest | GetManifest | List | Delete | Stat | ReportCorrupt | Probe)
+                matches!(kind, Hello | OpenFragment | GetCell | PutManifest | GetManifest | List | Delete | Stat | ReportCorrupt | Probe | CheckHeld)
                     || (matches!(kind, BenchSink | BenchSource) && cfg!(feature = "bench"))
             }
             Expect::Upload { .. } => matches!(kind, Cell | Finish),
@@ -178,8 +186,9 @@ impl Kind {
             List => &[Listing],
             Delete => &[Deleted],
             Stat => &[Stats],
+            CheckHeld => &[HeldAnswers],
             BenchSource => &[CellData, Ok],
-            Cell | Ok | Err | CellData | ManifestData | NoManifest | Listing | Deleted | Stats | HelloReply | ManifestPut => &[],
+            Cell | Ok | Err | CellData | ManifestData | NoManifest | Listing | Deleted | Stats | HelloReply | ManifestPut | HeldAnswers => &[],
         }
     }
 }
@@ -353,8 +362,22 @@ pub struct Hello {
 /// 7: the client's view counts manifest lookups (`manifest_lookups`,
 /// `manifest_requests`, `manifest_lookups_by_path`); hellos carry tombstones
 /// of overwrites (the older writes of a path).
+/// 8: `CheckHeld` requests (a holder's check of its copies with the other
+/// holders, [`fragstate_core::holder_check`]); [`NodeStats`] counts them.
 /// Peers of another version are not members ([`decode_hello`]).
-pub const PROTOCOL_VERSION: u32 = 7;
+pub const PROTOCOL_VERSION: u32 = 8;
+
+/// A `CheckHeld` request: the asker's copies of objects the receiver also holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldCheckReq {
+    pub queries: Vec<HeldQuery>,
+}
+
+/// Queries in one `CheckHeld` request at most; a node answers more with an error.
+pub const MAX_HELD_QUERIES: usize = 4096;
+/// Wire bytes of one `CheckHeld` request's queries, about, at most (one
+/// longer query goes alone, within the frame limit).
+pub const HELD_CHECK_BATCH_BYTES: usize = 1 << 20;
 
 /// The largest speed probe a node answers ([`Kind::Probe`]).
 pub const MAX_PROBE_BYTES: u32 = 1 << 20;

@@ -87,7 +87,7 @@ fn a_frame_of_a_kind_not_expected_is_refused_from_its_header() {
 
 #[test]
 fn every_request_has_its_answers_and_err_answers_anything() {
-    for kind in [Kind::Hello, Kind::OpenFragment, Kind::GetCell, Kind::PutManifest, Kind::GetManifest, Kind::List, Kind::Delete, Kind::Stat, Kind::ReportCorrupt, Kind::Finish] {
+    for kind in [Kind::Hello, Kind::OpenFragment, Kind::GetCell, Kind::PutManifest, Kind::GetManifest, Kind::List, Kind::Delete, Kind::Stat, Kind::ReportCorrupt, Kind::Probe, Kind::CheckHeld, Kind::Finish] {
         assert!(!kind.answers().is_empty(), "{kind:?}");
         for answer in kind.answers().iter().copied().chain([Kind::Err]) {
             // an empty body: the kind was accepted
@@ -147,5 +147,24 @@ fn garbage_bodies_never_panic() {
         let _ = decode::<WireDelete>("delete", &b);
         let _ = decode::<WireError>("error", &b);
         let _ = decode::<Vec<ObjectSummary>>("list", &b);
+        let _ = decode::<HeldCheckReq>("check held", &b);
+        let _ = decode::<Vec<HeldAnswer>>("held answers", &b);
+    }
+}
+
+#[test]
+fn held_checks_round_trip_and_every_kind_number_is_its_own() {
+    use fragstate_core::version::WriteVersion;
+    let req = HeldCheckReq {
+        queries: vec![HeldQuery { path: "job/chk-3/a".into(), version: WriteVersion { created_unix_ms: 7, write_id: 9 }, revision: 2 }],
+    };
+    assert_eq!(decode::<HeldCheckReq>("check held", &encode(&req)).unwrap(), req);
+    assert_eq!(encode(&req.queries[0]).len(), req.queries[0].wire_bytes(), "the batching's size estimate is exact");
+    let answers = vec![HeldAnswer::NewerRevision { names_asker: false }, HeldAnswer::Deleted, HeldAnswer::Unknown];
+    assert_eq!(decode::<Vec<HeldAnswer>>("held answers", &encode(&answers)).unwrap(), answers);
+    for b in 0..=255u8 {
+        if let Some(k) = Kind::from_u8(b) {
+            assert_eq!(k as u8, b);
+        }
     }
 }

@@ -67,6 +67,12 @@ pub(crate) struct NodeArgs {
     /// Seconds from the start of one scrub pass to the start of the next, at least.
     #[arg(long, default_value = "600", value_parser = parse_secs)]
     pub scrub_interval: Duration,
+    /// Seconds between passes of the holder check, which drops the copies the
+    /// other holders prove stale (repaired elsewhere, overwritten or deleted
+    /// while this node was away); the first pass runs 15 s after the start
+    /// (or one interval, if shorter). 0: no check.
+    #[arg(long, default_value = "300", value_parser = parse_secs)]
+    pub holder_check_interval: Duration,
     /// Seconds between reclaim scans.
     #[arg(long, default_value = "30", value_parser = parse_secs)]
     pub reclaim_interval: Duration,
@@ -108,6 +114,7 @@ pub(crate) fn node(args: NodeArgs) -> Result<()> {
             repair_rate: args.repair_rate,
             reclaim_after: args.reclaim_after,
             reclaim_interval: args.reclaim_interval,
+            holder_check_interval: args.holder_check_interval,
             scrub: ScrubConfig { rate: args.scrub_rate, pass_interval: args.scrub_interval, ..ScrubConfig::default() },
             ..ServiceConfig::default()
         });

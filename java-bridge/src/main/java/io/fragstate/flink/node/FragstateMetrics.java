@@ -66,6 +66,8 @@ public final class FragstateMetrics {
                     Map.entry("bytesToRepair", "/network/bytesToRepair"),
                     Map.entry("objectsRepaired", "/network/objectsRepaired"),
                     Map.entry("repairFailures", "/network/repairFailures"),
+                    Map.entry("holderCheckPasses", "/network/holderCheckPasses"),
+                    Map.entry("staleCopiesDropped", "/network/staleCopiesDropped"),
                     Map.entry("corruptCellsReported", "/client/corruptCellsReported"),
                     Map.entry("scrubPasses", "/scrub/passes"),
                     Map.entry("scrubCells", "/scrub/cellsScrubbed"),

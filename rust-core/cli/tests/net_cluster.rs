@@ -213,8 +213,7 @@ fn restarted_disk_node_serves_again_and_applies_deletes_it_missed() {
     let out = c.cli(&["ls", "/gone/"], 6);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "");
     // Each live holder counted the manifest copy the delete removed (`stats --json`, one object per line).
-    let json = String::from_utf8_lossy(&c.cli(&["stats", "--json"], 6).stdout).to_string();
-    let counted: u64 = json.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["manifestsDeleted"].as_u64().unwrap()).sum();
+    let (counted, json) = manifests_deleted(&c, 6);
     // (a holder of both writes of /over/_metadata had its older manifest replaced by the newer one, not deleted)
     let older_manifests_deleted = first_write.iter().filter(|p| c.index_of(p) != x && !second_write.contains(p));
     let removed_by_requests = gone.iter().flatten().filter(|p| c.index_of(p) != x).chain(older_manifests_deleted).count();
@@ -291,6 +290,40 @@ fn a_holder_back_after_its_fragment_was_repaired_elsewhere_drops_its_stale_copy(
     assert_eq!(c.stat_sum("stale_dropped"), 1);
     assert_eq!(c.stat_sum("manifests"), 6);
     assert_eq!(c.get("/s/obj").unwrap(), data);
+}
+
+#[test]
+fn a_delete_goes_to_the_holders_and_one_that_was_down_gets_it_from_them_when_it_returns() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = Cluster::new();
+    // No holder check: the delete must reach the returning holder as a hint from the others.
+    c.start(7, true, &["--repair-rate", "0", "--holder-check-interval", "0"]);
+    let h = c.put(&payload(200_000, 41), "/d/obj", SMALL_CELLS);
+    let away = h.iter().map(|p| c.index_of(p)).find(|&i| i != 0).unwrap();
+    c.kill9(away);
+    c.wait_for("every node to see the holder gone", |c| c.stats().iter().all(|m| m["live"] == "6"));
+    let out = c.cli(&["rm", "/d/obj"], 6);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(c.stat_sum("manifests"), 0, "the live holders deleted their copies");
+    let (counted, json) = manifests_deleted(&c, 6);
+    assert_eq!(counted, 5, "{json}");
+    assert_eq!(c.stat_sum("hints"), 5, "each live holder keeps the tombstone for the one away");
+    c.restart(away);
+    c.wait_live(7);
+    let peer = c.nodes[away].peer.clone();
+    c.wait_for("the returning holder to apply the delete it missed", |c| {
+        let s = c.stats();
+        s.iter().any(|m| m["node"] == peer && m["manifests"] == "0" && m["fragments"] == "0" && m["tombstone_deletes"] == "1")
+            && s.iter().all(|m| m["hints"] == "0")
+    });
+    let handed_over = (0..c.nodes.len())
+        .filter(|&i| i != away && std::fs::read_to_string(&c.nodes[i].log).unwrap().contains("handed over the deletes a returning holder missed"))
+        .count();
+    assert!(handed_over >= 1, "no holder handed over its hint; logs in {}", c.dir.path().display());
+    let e = c.get("/d/obj").unwrap_err();
+    assert!(e.contains("no such object"), "{e}");
+    let out = c.cli(&["ls", "/d/"], 7);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "");
 }
 
 #[test]
@@ -412,6 +445,13 @@ fn flip_cell_on_disk(file: &Path, stripe: usize) {
         f.read_exact_at(&mut b, at).unwrap();
         f.write_all_at(&[!b[0]], at).unwrap();
     }
+}
+
+/// `manifestsDeleted` summed over the nodes (`stats --json`, one object per line), and the JSON.
+fn manifests_deleted(c: &Cluster, nodes: usize) -> (u64, String) {
+    let json = String::from_utf8_lossy(&c.cli(&["stats", "--json"], nodes).stdout).to_string();
+    let sum = json.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["manifestsDeleted"].as_u64().unwrap()).sum();
+    (sum, json)
 }
 
 fn node_stat(c: &Cluster, peer: &str, field: &str) -> u64 {

@@ -2,7 +2,7 @@
 //! objects over any [`Transport`]. One `Client` serves a whole process (the
 //! JNI layer keeps one per JVM); it is cheap to clone.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,7 +21,7 @@ use fragstate_core::version::WriteVersion;
 use crate::adaptive::{Adaptive, AdaptiveStats};
 use crate::buffers::StripeBuffers;
 use crate::config::ClientConfig;
-use crate::ctx::{bump, broadcast_delete, timed, Counters, Ctx, InflightBytes, PeerSpeeds, PeerStats, RETRY_BACKOFF};
+use crate::ctx::{bump, broadcast_delete, delete_on, timed, Counters, Ctx, InflightBytes, PeerSpeeds, PeerStats, RETRY_BACKOFF};
 use crate::reader::ObjectReader;
 use crate::transport::Transport;
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
@@ -308,19 +308,27 @@ impl Client {
         Ok(children_of(dir, &self.list(&dir_prefix(dir)).await?))
     }
 
-    /// Deletes `path` and, with `recursive`, everything under `path/`, on
-    /// every live node. Reports the committed objects that were there.
+    /// Deletes `path` and, with `recursive`, everything under `path/`.
+    /// Reports the committed objects that were there. The object at `path`
+    /// is deleted on the live holders its newest manifest names, not on every
+    /// node: a holder that is down gets the delete from the others when it
+    /// is back (a hint in their hello to it, else its holder check; NETWORK.md
+    /// "Deletes to holders only"). A recursive delete's prefix goes to every
+    /// live node (there is no holder list of a directory).
     pub async fn delete(&self, path: &str, recursive: bool) -> Result<DeleteReport> {
-        let mut objects = self.stat(path).await?.is_some() as u64;
-        let mut targets = vec![DeleteTarget::Path(path.to_string())];
+        let target = DeleteTarget::Path(path.to_string());
+        let mut removed = DeleteStats::default();
+        let found = self.find_manifest_to_read(path).await?;
+        if let Some(m) = &found {
+            let live: HashSet<NodeId> = self.ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
+            let holders: Vec<NodeId> = m.holders.iter().filter(|h| live.contains(*h)).cloned().collect::<BTreeSet<_>>().into_iter().collect();
+            removed += if holders.is_empty() { broadcast_delete(&self.ctx, &target).await? } else { delete_on(&self.ctx, &holders, &target).await? };
+        }
+        let mut objects = found.is_some() as u64;
         if recursive {
             let dir = dir_prefix(path);
             objects += self.list(&dir).await?.len() as u64;
-            targets.push(DeleteTarget::Prefix(dir));
-        }
-        let mut removed = DeleteStats::default();
-        for t in &targets {
-            removed += broadcast_delete(&self.ctx, t).await?;
+            removed += broadcast_delete(&self.ctx, &DeleteTarget::Prefix(dir)).await?;
         }
         Ok(DeleteReport { objects, removed })
     }

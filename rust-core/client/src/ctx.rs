@@ -296,8 +296,14 @@ pub(crate) async fn timed<T>(ctx: &Ctx, node: &NodeId, request: impl std::future
 
 /// Sends a delete to every live node; fails only if no node took it.
 pub(crate) async fn broadcast_delete(ctx: &Ctx, target: &DeleteTarget) -> Result<DeleteStats> {
-    let live = ctx.transport.live_nodes();
-    let answers = join_all(live.iter().map(|n| timed(ctx, &n.id, ctx.transport.delete(&n.id, target)))).await;
+    let live: Vec<NodeId> = ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
+    delete_on(ctx, &live, target).await
+}
+
+/// Runs `target` on `nodes` at once: the removals summed, an error only when
+/// every node failed (the others are logged).
+pub(crate) async fn delete_on(ctx: &Ctx, nodes: &[NodeId], target: &DeleteTarget) -> Result<DeleteStats> {
+    let answers = join_all(nodes.iter().map(|n| timed(ctx, n, ctx.transport.delete(n, target)))).await;
     let mut total = DeleteStats::default();
     let mut last_err = None;
     let mut ok = 0;

@@ -30,6 +30,8 @@ struct MeshNode {
     delay_micros: AtomicU64,
     /// Requests still to fail while the node stays live (a transient fault).
     failing_requests: AtomicU64,
+    /// Requests that reached the node (down or not), for tests that count them.
+    requests: AtomicU64,
     /// Where readers' corrupt-cell reports go (a [`crate::scrubber::Scrubber`] of the node takes them).
     scrub: Arc<ScrubShared>,
 }
@@ -37,6 +39,7 @@ struct MeshNode {
 impl MeshNode {
     /// Applies the injected delay, then fails if the node is down.
     async fn enter(&self) -> Result<()> {
+        self.requests.fetch_add(1, Ordering::Relaxed);
         let delay = self.delay_micros.load(Ordering::Relaxed);
         if delay > 0 {
             tokio::time::sleep(Duration::from_micros(delay)).await;
@@ -75,6 +78,7 @@ impl Mesh {
                     alive: AtomicBool::new(true),
                     delay_micros: AtomicU64::new(0),
                     failing_requests: AtomicU64::new(0),
+                    requests: AtomicU64::new(0),
                     scrub: ScrubShared::new(),
                 })
             })
@@ -120,6 +124,11 @@ impl Mesh {
     pub fn revive(&self, id: &NodeId) -> Result<()> {
         self.node(id)?.alive.store(true, Ordering::Release);
         Ok(())
+    }
+
+    /// Requests sent to node `id` so far (each cell of an upload counts).
+    pub fn requests(&self, id: &NodeId) -> Result<u64> {
+        Ok(self.node(id)?.requests.load(Ordering::Relaxed))
     }
 
     pub fn is_alive(&self, id: &NodeId) -> bool {

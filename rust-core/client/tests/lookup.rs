@@ -116,3 +116,28 @@ fn an_overwrite_is_read_after_its_old_holders_return() {
         assert_eq!(read(&c, path).await.unwrap(), newer);
     });
 }
+
+#[test]
+fn a_delete_asks_and_reaches_only_the_holders_of_the_path() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(NODES, 1 << 30);
+        let c = client(&mesh, params(4, 2));
+        let path = "job/chk-3/state";
+        let manifest = write(&c, path, &payload(40_000, 3), 10_000).await;
+        let nodes = mesh.node_ids();
+        let before: Vec<u64> = nodes.iter().map(|n| mesh.requests(n).unwrap()).collect();
+        let report = c.delete(path, false).await.unwrap();
+        assert_eq!((report.objects, report.removed.manifests, report.removed.fragments), (1, 6, 6));
+        for (n, b) in nodes.iter().zip(before) {
+            let sent = mesh.requests(n).unwrap() - b;
+            // a holder: the lookup's request and the delete; any other node: nothing
+            let expected = if manifest.holders.contains(n) { 2 } else { 0 };
+            assert_eq!(sent, expected, "requests to {n}");
+            assert!(mesh.store(n).unwrap().get_manifest(path).is_none());
+        }
+        assert!(read(&c, path).await.is_err());
+        // a path that does not exist: the lookup asks everyone, and nothing is deleted
+        let report = c.delete("job/chk-3/none", false).await.unwrap();
+        assert_eq!((report.objects, report.removed.manifests), (0, 0));
+    });
+}

@@ -23,6 +23,7 @@
 
 pub mod config;
 mod dials;
+pub mod hints;
 mod holder_check;
 pub mod key;
 mod membership;

@@ -89,10 +89,14 @@ impl Inner {
     }
 }
 
-/// Sends `peer` this node's hello and records its reply; whether both went through.
+/// Sends `peer` this node's hello, with the tombstones kept for it as hints
+/// (`hints`), and records its reply; whether both went through.
 pub(crate) async fn exchange_hello(inner: &Arc<Inner>, peer: PeerId, all_tombstones: bool) -> bool {
     let node = NodeId::from(peer.to_base58());
-    let body = wire::encode(&inner.my_hello(all_tombstones));
+    let mut hello = inner.my_hello(all_tombstones);
+    let hinted = lock(&inner.hints).for_node(&node);
+    hello.tombstones.extend(hinted.iter().filter(|h| !hello.tombstones.contains(h)).cloned().collect::<Vec<_>>());
+    let body = wire::encode(&hello);
     let answer = inner.request(&node, Kind::Hello, &body, &[]).await;
     if answer.is_ok() {
         inner.count_membership_message(body.len());
@@ -101,6 +105,10 @@ pub(crate) async fn exchange_hello(inner: &Arc<Inner>, peer: PeerId, all_tombsto
         Ok(f) if f.kind == Kind::HelloReply => match wire::decode_hello(&f.body) {
             Ok(h) => {
                 inner.record_hello(peer, h);
+                if !hinted.is_empty() {
+                    tracing::info!(%peer, tombstones = hinted.len(), "handed over the deletes a returning holder missed");
+                    lock(&inner.hints).delivered(&node, &hinted);
+                }
                 return true;
             }
             Err(e) => violation_or_log(inner, peer, &e),

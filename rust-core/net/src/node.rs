@@ -89,6 +89,7 @@ impl NetNode {
             cmd: cmd_tx,
             listen_addrs: Mutex::new(Vec::new()),
             tombstones: Mutex::new(tombstones),
+            hints: Mutex::default(),
             membership: Notify::new(),
             swim: swim.as_ref().map(|((tx, _), _)| tx.clone()),
             counters: Counters::default(),

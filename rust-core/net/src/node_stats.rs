@@ -33,6 +33,11 @@ pub struct NodeStats {
     /// Deletes of objects this node held, applied from peers' tombstones
     /// (deletes it missed while it was away).
     pub tombstone_deletes: u64,
+    /// Tombstones kept for holders that were not live when this node ran a
+    /// delete of an object they hold too, until they are back (hints).
+    pub tombstone_hints: u64,
+    /// Hints not kept because a bound was reached (NETWORK.md, "Bounded resources").
+    pub tombstone_hints_dropped: u64,
     /// Manifest copies removed by `Delete` requests this node served since it
     /// started: one per object version whose manifest it held. An object's
     /// manifest is on each of its k + m holders, so the sum over the nodes is

@@ -17,6 +17,7 @@ use libp2p::{Multiaddr, PeerId, Stream};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use crate::config::{Membership, NetConfig};
+use crate::hints::HintSet;
 use crate::peer_limit::{FrameBytes, PeerLimit};
 use crate::swim_wire::SwimMessage;
 use crate::tombstone_log::TombstoneLog;
@@ -132,6 +133,8 @@ pub(crate) struct Inner {
     pub(crate) cmd: mpsc::UnboundedSender<Cmd>,
     pub(crate) listen_addrs: Mutex<Vec<Multiaddr>>,
     pub(crate) tombstones: Mutex<Tombstones>,
+    /// Tombstones kept for co-holders that were down when this node deleted (`hints`).
+    pub(crate) hints: Mutex<HintSet>,
     pub(crate) membership: Notify,
     /// The SWIM task's inbox ([`Membership::Swim`] only).
     pub(crate) swim: Option<mpsc::UnboundedSender<SwimInput>>,
@@ -267,6 +270,10 @@ impl Inner {
             let t = lock(&self.tombstones);
             (t.set.len() as u64, t.log.as_ref().map_or(0, |l| l.file_bytes()), t.set.evicted())
         };
+        let hints = {
+            let h = lock(&self.hints);
+            (h.len() as u64, h.dropped())
+        };
         NodeStats {
             node: self.id.to_string(),
             role: format!("{:?}", self.cfg.role).to_lowercase(),
@@ -286,6 +293,8 @@ impl Inner {
             tombstone_file_bytes: tombstones.1,
             tombstones_evicted: tombstones.2,
             tombstone_deletes: g(&c.tombstone_deletes),
+            tombstone_hints: hints.0,
+            tombstone_hints_dropped: hints.1,
             manifests_deleted: g(&c.manifests_deleted),
             reclaimed_fragments: g(&c.reclaimed_fragments),
             holder_check_passes: g(&c.holder_check_passes),

@@ -24,6 +24,7 @@ use libp2p::{connection_limits, dns, identify, noise, ping, tcp, yamux, Multiadd
 use tokio::sync::mpsc;
 
 use fragstate_core::error::{Error, Result};
+use fragstate_core::ids::NodeId;
 
 use crate::config::{Membership, IDENTIFY_PROTOCOL, KAD_PROTOCOL, NetConfig};
 use crate::dials::{BootstrapDials, DialWaiters};
@@ -338,9 +339,12 @@ fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, pings: &mut Pi
                 kad.add_address(&peer_id, endpoint.get_remote_address().clone());
             }
             tracing::debug!(me = %inner.peer_id, %peer_id, dialer = endpoint.is_dialer(), "connection established");
-            if inner.cfg.membership == Membership::Mesh {
+            // the mesh starts every connection with hellos; under SWIM a hello goes only to
+            // a holder that is back and missed deletes of this node's (the hints it carries)
+            let mesh = inner.cfg.membership == Membership::Mesh;
+            if mesh || lock(&inner.hints).has(&NodeId::from(peer_id.to_base58())) {
                 let inner = inner.clone();
-                tokio::spawn(async move { exchange_hello(&inner, peer_id, true).await });
+                tokio::spawn(async move { exchange_hello(&inner, peer_id, mesh).await });
             }
         }
         SwarmEvent::ConnectionClosed { peer_id, connection_id, num_established, cause, .. } => {

@@ -286,7 +286,8 @@ fn apply(inner: &Arc<Inner>, ev: Event<NodeMeta>, incompatible: &mut HashSet<Nod
             } else if restarted {
                 tracing::info!(%peer, "peer restarted");
             }
-            if (joined || restarted) && greets(inner, &node) {
+            // its co-holders hand over the deletes it missed (hints), the greeters their newest tombstones
+            if (joined || restarted) && (greets(inner, &node) || lock(&inner.hints).has(&node)) {
                 tokio::spawn(greet(inner.clone(), peer));
             }
         }

@@ -8,7 +8,8 @@ use std::sync::atomic::Ordering;
 
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
 use fragstate_core::error::Result;
-use fragstate_core::ids::now_unix_ms;
+use fragstate_core::ids::{now_unix_ms, NodeId};
+use libp2p::PeerId;
 
 use crate::state::{lock, Inner, Tombstones};
 use crate::tombstone_set::Inserted;
@@ -35,7 +36,13 @@ impl Inner {
     /// Applies a delete to the local store and, when it removed something,
     /// remembers a path or prefix delete as a tombstone.
     pub(crate) fn local_delete(&self, target: &DeleteTarget) -> Result<DeleteStats> {
-        let stats = self.store()?.delete(target)?;
+        let store = self.store()?;
+        // a path's other holders: those down now get the tombstone as a hint
+        let holders = match target {
+            DeleteTarget::Path(p) => store.get_manifest(p).map(|m| m.holders.clone()),
+            _ => None,
+        };
+        let stats = store.delete(target)?;
         self.counters.manifests_deleted.fetch_add(stats.manifests, Ordering::Relaxed);
         if stats.manifests + stats.fragments == 0 {
             return Ok(stats);
@@ -53,6 +60,13 @@ impl Inner {
             _ => return Ok(stats),
         };
         lock(&self.tombstones).remember(&t, now);
+        // not live here: the client that sent this delete could not reach it either
+        // (a hint for a holder that did get the delete costs one tombstone in a hello)
+        let unreachable = |h: &NodeId| h.as_str().parse::<PeerId>().map_or(true, |p| !self.is_live_storage(&p));
+        for h in holders.iter().flatten().filter(|h| **h != self.id && unreachable(h)) {
+            tracing::debug!(path = %t.path, holder = %h, "a holder of the deleted object is not live: its tombstone is kept for it");
+            lock(&self.hints).add(h, t.clone());
+        }
         Ok(stats)
     }
 
@@ -88,6 +102,7 @@ impl Inner {
         let mut t = lock(&self.tombstones);
         let Tombstones { set, log } = &mut *t;
         set.prune(now_unix_ms());
+        lock(&self.hints).prune(now_unix_ms().saturating_sub(set.limits().ttl_ms));
         if let Some(log) = log {
             if let Err(e) = log.sync().and_then(|_| log.compact_if_needed(set)) {
                 tracing::warn!(error = %e, "could not save tombstones");

@@ -92,7 +92,9 @@ def main():
              lambda r: r["join"]["moved_over_ideal"], target=1.0)
         plot(rows, out, "lookups.png", "Manifest lookups by path after churn: settled in one round trip",
              "share of readable objects", lambda r: r["churn"]["settled_rate"])
-        written += ["balance.png", "join-moves.png", "lookups.png"]
+        plot(rows, out, "create-misses.png", "Creates after churn: existing objects none of whose holders the create's window asks",
+             "share of readable objects", lambda r: r["churn"].get("create_miss_rate", 0.0))
+        written += ["balance.png", "join-moves.png", "lookups.png", "create-misses.png"]
     if runs:
         plot_membership(runs, out)
         written.append("membership.png")

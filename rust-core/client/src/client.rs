@@ -5,23 +5,21 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::future::join_all;
-use futures::stream::{FuturesUnordered, StreamExt};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 use fragstate_core::error::{Error, Result};
 use fragstate_core::format::{Manifest, ObjectSummary};
-use fragstate_core::lookup;
 use fragstate_core::params::CodingParams;
 use fragstate_core::ids::{now_unix_ms, NodeId};
 use fragstate_core::version::WriteVersion;
 use crate::adaptive::{Adaptive, AdaptiveStats};
 use crate::buffers::StripeBuffers;
 use crate::config::ClientConfig;
-use crate::ctx::{bump, broadcast_delete, delete_on, timed, Counters, Ctx, InflightBytes, PeerSpeeds, PeerStats, RETRY_BACKOFF};
+use crate::ctx::{bump, broadcast_delete, delete_on, timed, Counters, Ctx, InflightBytes, PeerSpeeds, PeerStats};
 use crate::reader::ObjectReader;
 use crate::transport::Transport;
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
@@ -81,7 +79,7 @@ pub struct ClientStats {
 
 #[derive(Clone)]
 pub struct Client {
-    ctx: Arc<Ctx>,
+    pub(crate) ctx: Arc<Ctx>,
 }
 
 impl Client {
@@ -143,7 +141,7 @@ impl Client {
     /// (even within one millisecond or with a clock that went back). Without
     /// `overwrite`, an existing object is an error.
     async fn created_for_new_write(&self, path: &str, overwrite: bool) -> Result<u64> {
-        let existing = self.find_manifest(path).await?;
+        let existing = self.find_manifest_to_create(path).await?;
         if !overwrite && existing.is_some() {
             return Err(Error::AlreadyExists { path: path.to_string() });
         }
@@ -161,111 +159,6 @@ impl Client {
         let manifest = self.find_manifest_to_read(path).await?.ok_or_else(|| Error::NotFound { path: path.to_string() })?;
         bump(&self.ctx.counters.objects_opened, 1);
         ObjectReader::new(self.ctx.clone(), manifest)
-    }
-
-    /// The newest manifest of `path` held by any live node, every live
-    /// node's answer waited for (writes take their version from it).
-    pub async fn find_manifest(&self, path: &str) -> Result<Option<Arc<Manifest>>> {
-        self.lookup_manifest(path, false).await
-    }
-
-    /// The manifest lookup of reads: as [`Self::find_manifest`], but once a
-    /// manifest has come, the nodes that have not answered within
-    /// [`STRAGGLER_GRACE`] (or twice the time the first manifest took) count as
-    /// down — as a down node's copy would not be seen either. Without this one
-    /// node whose answers queue behind cells on a slow link held every open of
-    /// a restore, once for the whole 120 s request timeout
-    /// (`ci/bench-adaptive.sh`, setting a).
-    async fn find_manifest_to_read(&self, path: &str) -> Result<Option<Arc<Manifest>>> {
-        self.lookup_manifest(path, true).await
-    }
-
-    /// The newest manifest of `path` on the live nodes. First the nodes
-    /// placement ranks first for the path (`k + m` of them: one round trip in
-    /// steady state); every other live node only when their answers do not
-    /// settle it ([`lookup`]: after churn, or when the path does not exist).
-    /// A node whose request failed may hold it (a dropped stream, a node that
-    /// has not taken this client's hello yet), so the failed ones still live
-    /// are asked again after [`RETRY_BACKOFF`]; "not there" only when every
-    /// live node said so, else an error naming the nodes that kept failing —
-    /// never a wrong "no such object" (a restore once read one for an
-    /// existing object).
-    async fn lookup_manifest(&self, path: &str, cut_stragglers: bool) -> Result<Option<Arc<Manifest>>> {
-        bump(&self.ctx.counters.manifest_lookups, 1);
-        let view = self.ctx.transport.live_nodes();
-        let candidates = lookup::lookup_candidates(path.as_bytes(), &view, self.ctx.cfg.params.fragments(), self.ctx.cfg.placement);
-        let first = self.ask_for_manifest(path, &candidates, cut_stragglers).await;
-        if first.newest.as_ref().is_some_and(|m| lookup::first_round_settles(m, first.copies)) {
-            bump(&self.ctx.counters.manifest_lookups_by_path, 1);
-            return Ok(first.newest);
-        }
-        let rest: Vec<NodeId> = view.into_iter().map(|n| n.id).filter(|n| !candidates.contains(n)).collect();
-        let others = self.ask_for_manifest(path, &rest, cut_stragglers).await;
-        let asked = candidates.len() + rest.len();
-        let mut best = newer(first.newest, others.newest);
-        let mut failed = first.failed;
-        failed.extend(others.failed);
-        for pause in RETRY_BACKOFF {
-            if best.is_some() || failed.is_empty() {
-                break;
-            }
-            tokio::time::sleep(pause).await;
-            let live_now: Vec<NodeId> = self.ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
-            let again: Vec<NodeId> = failed.iter().map(|(n, _)| n.clone()).filter(|n| live_now.contains(n)).collect();
-            let round = self.ask_for_manifest(path, &again, cut_stragglers).await;
-            (best, failed) = (round.newest, round.failed);
-        }
-        match (best, failed.first()) {
-            (Some(m), _) => Ok(Some(m)),
-            (None, None) => Ok(None),
-            (None, Some(_)) if failed.len() == asked => Err(Error::NoNodeAnswered { what: format!("the manifest lookup of {path}") }),
-            (None, Some((node, e))) => Err(Error::NodeUnavailable {
-                node: node.clone(),
-                reason: format!(
-                    "the manifest lookup of {path} failed on it ({e}){} after {} retries, and the nodes that answered do not hold it",
-                    if failed.len() > 1 { format!(" and on {} other live nodes", failed.len() - 1) } else { String::new() },
-                    RETRY_BACKOFF.len()
-                ),
-            }),
-        }
-    }
-
-    /// One round of a manifest lookup: asks `nodes` for the newest manifest
-    /// of `path`. With `cut_stragglers`, once a manifest has come, nodes that
-    /// have not answered within [`STRAGGLER_GRACE`] (or twice the time it
-    /// took) count as down.
-    async fn ask_for_manifest(&self, path: &str, nodes: &[NodeId], cut_stragglers: bool) -> ManifestRound {
-        bump(&self.ctx.counters.manifest_requests, nodes.len() as u64);
-        let started = Instant::now();
-        let mut answers: FuturesUnordered<_> =
-            nodes.iter().map(|n| async move { (n, timed(&self.ctx, n, self.ctx.transport.get_manifest(n, path)).await) }).collect();
-        let mut round = ManifestRound::default();
-        let mut deadline: Option<tokio::time::Instant> = None;
-        loop {
-            let next = match deadline {
-                None => answers.next().await,
-                Some(d) => match tokio::time::timeout_at(d, answers.next()).await {
-                    Ok(next) => next,
-                    Err(_) => {
-                        tracing::debug!(path, stragglers = answers.len(), "manifest lookup: nodes that had not answered count as down");
-                        break;
-                    }
-                },
-            };
-            let Some((node, answer)) = next else { break };
-            match answer {
-                Ok(Some(m)) => round.add(m),
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::debug!(path, %node, error = %e, "manifest lookup failed on one node");
-                    round.failed.push((node.clone(), e));
-                }
-            }
-            if cut_stragglers && deadline.is_none() && round.newest.is_some() {
-                deadline = Some(tokio::time::Instant::now() + STRAGGLER_GRACE.max(started.elapsed() * 2));
-            }
-        }
-        round
     }
 
     pub async fn stat(&self, path: &str) -> Result<Option<ObjectSummary>> {
@@ -396,44 +289,6 @@ impl Client {
             adaptive: self.ctx.adaptive.as_ref().map(|a| a.stats()).unwrap_or_default(),
             peers: self.ctx.peer_speeds.snapshot(),
         }
-    }
-}
-
-/// What one round of a manifest lookup found.
-#[derive(Default)]
-struct ManifestRound {
-    /// The newest manifest among the answers.
-    newest: Option<Arc<Manifest>>,
-    /// Answers holding the newest one's write (any revision of it).
-    copies: usize,
-    /// The nodes whose request failed, with why.
-    failed: Vec<(NodeId, Error)>,
-}
-
-impl ManifestRound {
-    fn add(&mut self, m: Arc<Manifest>) {
-        match self.newest.as_ref().map(|b| m.write_version().cmp(&b.write_version())) {
-            None | Some(std::cmp::Ordering::Greater) => (self.newest, self.copies) = (Some(m), 1),
-            Some(std::cmp::Ordering::Equal) => {
-                self.copies += 1;
-                if newer_than(&m, self.newest.as_deref()) {
-                    self.newest = Some(m);
-                }
-            }
-            Some(std::cmp::Ordering::Less) => {}
-        }
-    }
-}
-
-fn newer_than(m: &Manifest, than: Option<&Manifest>) -> bool {
-    than.is_none_or(|b| m.version_key() > b.version_key())
-}
-
-/// The newer of two lookup results.
-fn newer(a: Option<Arc<Manifest>>, b: Option<Arc<Manifest>>) -> Option<Arc<Manifest>> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(if newer_than(&b, Some(&a)) { b } else { a }),
-        (a, b) => a.or(b),
     }
 }
 

@@ -17,6 +17,7 @@ pub mod client;
 pub mod config;
 mod buffers;
 mod ctx;
+mod manifest_lookup;
 pub mod mesh;
 pub mod reader;
 mod repair;

@@ -7,7 +7,8 @@ use fragstate_client::mesh::Mesh;
 use fragstate_client::transport::Transport;
 use fragstate_client::{Client, ClientStats};
 use fragstate_core::ids::NodeId;
-use fragstate_core::lookup::lookup_candidates;
+use fragstate_core::lookup::{create_candidates, lookup_candidates};
+use fragstate_core::Error;
 use fragstate_core::placement::PlacementPolicy;
 use fragstate_core::sample::noise as payload;
 
@@ -139,5 +140,45 @@ fn a_delete_asks_and_reaches_only_the_holders_of_the_path() {
         // a path that does not exist: the lookup asks everyone, and nothing is deleted
         let report = c.delete("job/chk-3/none", false).await.unwrap();
         assert_eq!((report.objects, report.removed.manifests), (0, 0));
+    });
+}
+
+#[test]
+fn a_create_asks_three_times_k_plus_m_nodes_in_one_round_and_everyone_only_when_unsure() {
+    rt().block_on(async {
+        let nodes = 40;
+        let mesh = Mesh::in_memory(nodes, 1 << 30);
+        let c = client(&mesh, params(4, 2));
+        let window = |path: &str| create_candidates(path.as_bytes(), &mesh.live_nodes(), 6, PlacementPolicy::default());
+        // a new path: 18 of the 40 asked, none holds it, the write goes ahead
+        let before = c.stats();
+        write(&c, "job/chk-4/new", &payload(20_000, 7), 10_000).await;
+        assert_eq!(lookups_since(&c, &before), (1, 18, 1));
+        // it exists now: a create without overwrite fails, from the same 18
+        let before = c.stats();
+        let e = c.create("job/chk-4/new", false).await.err().expect("the path exists");
+        assert!(matches!(e, Error::AlreadyExists { .. }), "{e}");
+        assert_eq!(lookups_since(&c, &before), (1, 18, 1));
+        // written while its six first-ranked nodes were down (holders ranked further down):
+        // still in the window, so a create still finds it
+        let path = "job/chk-4/moved";
+        let first = first_asked(&mesh, path);
+        for n in &first {
+            mesh.kill(n).unwrap();
+        }
+        let manifest = write(&c, path, &payload(10_000, 8), 10_000).await;
+        for n in &first {
+            mesh.revive(n).unwrap();
+        }
+        assert!(manifest.holders.iter().all(|h| window(path).contains(h)), "the holders rank within the window");
+        assert!(matches!(c.create(path, false).await.err(), Some(Error::AlreadyExists { .. })));
+        // a node of the window that does not answer: it might hold the path, so every node is asked
+        let path = "job/chk-4/unsure";
+        mesh.fail_requests(&window(path)[0], 1).unwrap();
+        let before = c.stats();
+        c.create(path, false).await.unwrap().abort().await;
+        let (lookups, requests, settled) = lookups_since(&c, &before);
+        assert_eq!((lookups, settled), (1, 0));
+        assert_eq!(requests, 18 + nodes as u64, "the window, then every node");
     });
 }

@@ -103,6 +103,15 @@ impl View {
         }
     }
 
+    /// The nodes a create asks whether `key` exists, in this view: for rendezvous what the
+    /// client asks ([`lookup::create_candidates`]); for XOR neighbours its `k + m` candidates.
+    pub fn create_candidates(&self, strategy: Strategy, key: &[u8], (k, m): (usize, usize)) -> Vec<NodeId> {
+        match strategy {
+            Strategy::Rendezvous | Strategy::AdaptiveRendezvous => lookup::create_candidates(key, &self.nodes, k + m, PlacementPolicy::default()),
+            Strategy::XorNeighbours => self.candidates(strategy, key, (k, m)),
+        }
+    }
+
     /// The `k + m` holders a writer with `strategy` chooses for `key` in this view, in fragment order.
     pub fn holders(&self, strategy: Strategy, key: &[u8], (k, m): (usize, usize)) -> Vec<NodeId> {
         match strategy {
@@ -228,6 +237,10 @@ pub struct ChurnLookups {
     /// client's lookup takes as settled in one round trip ([`lookup::first_round_settles`]);
     /// the rest ask every other node.
     pub settled_rate: f64,
+    /// Of those, the share none of whose live holders is among the nodes a create of the path
+    /// asks ([`View::create_candidates`]): a create without overwrite would take the path for
+    /// missing and write it anew.
+    pub create_miss_rate: f64,
 }
 
 /// Places `objects` in `view`, replaces `replaced` nodes (every `view.len() / replaced`-th
@@ -245,7 +258,7 @@ pub fn lookups_after_churn(view: &View, strategy: Strategy, objects: u64, km: (u
         gone.insert(after.remove(index));
         after.add(&format!("node-new-{r}"));
     }
-    let (mut readable, mut hits, mut manifest_hits, mut settled) = (0u64, 0u64, 0u64, 0u64);
+    let (mut readable, mut hits, mut manifest_hits, mut settled, mut create_misses) = (0u64, 0u64, 0u64, 0u64, 0u64);
     for i in 0..objects {
         let key = object_key(i);
         let live: Vec<NodeId> = written.holders(strategy, &key, km).into_iter().filter(|h| !gone.contains(h)).collect();
@@ -258,6 +271,8 @@ pub fn lookups_after_churn(view: &View, strategy: Strategy, objects: u64, km: (u
         hits += (found >= km.0) as u64;
         manifest_hits += (found >= 1) as u64;
         settled += (found > km.1) as u64;
+        let window: HashSet<NodeId> = after.create_candidates(strategy, &key, km).into_iter().collect();
+        create_misses += (!live.iter().any(|h| window.contains(h))) as u64;
     }
     let rate = |n: u64| if readable == 0 { 0.0 } else { n as f64 / readable as f64 };
     ChurnLookups {
@@ -266,6 +281,7 @@ pub fn lookups_after_churn(view: &View, strategy: Strategy, objects: u64, km: (u
         first_round_trip_hit_rate: rate(hits),
         manifest_hit_rate: rate(manifest_hits),
         settled_rate: rate(settled),
+        create_miss_rate: rate(create_misses),
     }
 }
 
@@ -301,6 +317,7 @@ mod tests {
             let c = lookups_after_churn(&view, s, 500, KM, 0, 0.0);
             assert_eq!(c.readable, 500);
             assert_eq!(c.first_round_trip_hit_rate, 1.0, "{s:?}");
+            assert_eq!(c.create_miss_rate, 0.0, "{s:?}");
         }
     }
 
@@ -322,6 +339,7 @@ mod tests {
         assert_eq!(on_slow, 0, "30 fast nodes can take every fragment");
         let c = lookups_after_churn(&view, Strategy::AdaptiveRendezvous, 1_000, KM, 0, 0.0);
         assert!(c.manifest_hit_rate > 0.95, "{c:?}");
+        assert_eq!(c.create_miss_rate, 0.0, "a create's window reaches past the slow nodes: {c:?}");
         assert!(c.first_round_trip_hit_rate < c.manifest_hit_rate, "{c:?}");
     }
 

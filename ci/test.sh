@@ -22,7 +22,8 @@ echo "rust tests took $((SECONDS - t0)) s"
 # in the mode a cluster of tens of nodes may still choose.
 step "Rust: the network cluster tests under mesh membership (FRAGSTATE_MEMBERSHIP=mesh)"
 t0=$SECONDS
-within 15 "the network cluster tests under the mesh" env FRAGSTATE_MEMBERSHIP=mesh cargo test -p fragstate-cli --profile ci --locked --test net_cluster
+# (--workspace, not -p fragstate-cli: the same features as the build above, so nothing is compiled again)
+within 15 "the network cluster tests under the mesh" env FRAGSTATE_MEMBERSHIP=mesh cargo test --workspace --profile ci --locked --test net_cluster
 echo "network cluster tests under the mesh took $((SECONDS - t0)) s"
 
 # placement and membership at scale, quick variant (issue 13): the real placement and SWIM code over simulated clusters of

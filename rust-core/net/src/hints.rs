@@ -9,7 +9,10 @@
 //! Bounds: [`MAX_HINTS_PER_NODE`] per down holder (the oldest go first),
 //! [`MAX_HINTED_NODES`] down holders (the one with the oldest hint goes
 //! first), [`MAX_HINT_BYTES`] of paths (a new hint beyond is not kept), paths
-//! of at most [`MAX_TOMBSTONE_PATH`] bytes, and the tombstones' age limit.
+//! of at most [`MAX_TOMBSTONE_PATH`] bytes, and [`HINT_TTL_MS`]: a holder
+//! away longer is left to the holder check (its objects have been repaired
+//! elsewhere by then, and a node that never returns — a TaskManager restarted
+//! with a new identity — must not keep hints alive for a day).
 //! A hint dropped on a bound is counted; the holder check (`holder_check`)
 //! still finds what it would have said, as long as another holder keeps the
 //! tombstone.
@@ -27,6 +30,8 @@ pub const MAX_HINTS_PER_NODE: usize = crate::config::MAX_TOMBSTONES_PER_HELLO;
 pub const MAX_HINTED_NODES: usize = 256;
 /// Bytes of hints kept, at most: their paths plus [`HINT_OVERHEAD`] each.
 pub const MAX_HINT_BYTES: usize = 8 << 20;
+/// Hints older than this are dropped (1 hour).
+pub const HINT_TTL_MS: u64 = 3_600_000;
 /// Bytes one hint counts for besides its path.
 const HINT_OVERHEAD: usize = 48;
 

@@ -94,24 +94,22 @@ fn fragment_bytes(m: &fragstate_core::format::Manifest) -> u64 {
 }
 
 /// One scan: the objects this node must repair (it is their first live
-/// holder) and that lost a holder more than `repair_after` ago.
+/// holder) and that lost a holder more than `repair_after` ago. Found from
+/// the store's index of manifests by holder: the work is the lost holders'
+/// objects, not every manifest the node keeps.
 fn scan(node: &NetNode, cfg: &ServiceConfig) -> Vec<(String, u64)> {
     let Some(store) = node.store() else { return Vec::new() };
-        let live: HashSet<NodeId> = node.live_nodes().into_iter().map(|n| n.id).collect();
+    let live: HashSet<NodeId> = node.live_nodes().into_iter().map(|n| n.id).collect();
+    let is_lost = |h: &NodeId| !live.contains(h) && node.down_since(h).is_some_and(|t| t.elapsed() >= cfg.repair_after);
+    let mut seen = HashSet::new();
     let mut out = Vec::new();
-    for s in store.list("") {
-        let Some(m) = store.get_manifest(&s.path) else { continue };
-        // Only the first live holder repairs, so that holders do not race.
-        if m.holders.iter().find(|h| live.contains(*h)) != Some(node.id()) {
-            continue;
-        }
-        let lost = m
-            .holders
-            .iter()
-            .filter(|h| !live.contains(*h))
-            .filter(|h| node.down_since(h).is_some_and(|t| t.elapsed() >= cfg.repair_after))
-            .count() as u64;
-        if lost > 0 {
+    for gone in store.holders_named().into_iter().filter(|h| is_lost(h)) {
+        for m in store.manifests_naming(&gone) {
+            // Only the first live holder repairs, so that holders do not race.
+            if !seen.insert(m.path.clone()) || m.holders.iter().find(|h| live.contains(*h)) != Some(node.id()) {
+                continue;
+            }
+            let lost = m.holders.iter().filter(|h| is_lost(h)).count() as u64;
             out.push((m.path.clone(), lost * fragment_bytes(&m)));
         }
     }

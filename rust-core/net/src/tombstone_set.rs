@@ -78,11 +78,6 @@ impl TombstoneSet {
         TombstoneSet { limits, ..TombstoneSet::default() }
     }
 
-    /// The bounds of this set.
-    pub fn limits(&self) -> TombstoneLimits {
-        self.limits
-    }
-
     /// Entries kept.
     pub fn len(&self) -> usize {
         self.at.len()

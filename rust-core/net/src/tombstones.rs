@@ -102,7 +102,7 @@ impl Inner {
         let mut t = lock(&self.tombstones);
         let Tombstones { set, log } = &mut *t;
         set.prune(now_unix_ms());
-        lock(&self.hints).prune(now_unix_ms().saturating_sub(set.limits().ttl_ms));
+        lock(&self.hints).prune(now_unix_ms().saturating_sub(crate::hints::HINT_TTL_MS));
         if let Some(log) = log {
             if let Err(e) = log.sync().and_then(|_| log.compact_if_needed(set)) {
                 tracing::warn!(error = %e, "could not save tombstones");

@@ -220,9 +220,9 @@ fn scrub_rewrites_a_bad_cell_in_place_and_appends_a_lost_tail() {
         };
         // Committed only while the manifest names the write.
         assert!(store.committed_fragments().is_empty());
-        lock(&store.state).manifests.insert(m.path.clone(), Arc::new(m.clone()));
+        lock(&store.state).manifests.insert(Arc::new(m.clone()));
         assert_eq!(store.committed_fragments().iter().map(|f| f.0.clone()).collect::<Vec<_>>(), vec![key.clone()]);
-        lock(&store.state).manifests.insert(m.path.clone(), Arc::new(Manifest { write_id: 8, ..m }));
+        lock(&store.state).manifests.insert(Arc::new(Manifest { write_id: 8, ..m }));
         assert!(store.committed_fragments().is_empty());
 
         store.corrupt_cell(&key, 1).unwrap();

@@ -12,7 +12,7 @@
 //! plus one per upload in progress, and its free bytes are the lesser of its
 //! budget left and what its file system has left.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
@@ -24,7 +24,7 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use fragstate_core::error::{Error, Result};
 use fragstate_core::format::{self, FragmentHeader, Manifest, ObjectSummary};
-use fragstate_core::ids::FragmentKey;
+use fragstate_core::ids::{FragmentKey, NodeId};
 use fragstate_core::version::ManifestPut;
 use xxhash_rust::xxh3::xxh3_128;
 
@@ -34,6 +34,7 @@ mod dir;
 mod disk_tests;
 mod file;
 mod handles;
+mod manifest_index;
 mod remove;
 mod rewrite;
 mod space;
@@ -46,6 +47,7 @@ pub use handles::DEFAULT_MAX_OPEN_FILES;
 use dir::{fsync_dir, read_dir};
 use file::load_fragment;
 use handles::OpenFiles;
+use manifest_index::Manifests;
 use space::DiskSpace;
 
 const STORE_MARKER: &str = "FRAGSTATE-STORE";
@@ -143,7 +145,7 @@ pub(crate) struct Fragment {
 #[derive(Default)]
 struct State {
     fragments: HashMap<FragmentKey, Fragment>,
-    manifests: BTreeMap<String, Arc<Manifest>>,
+    manifests: Manifests,
     used: u64,
 }
 
@@ -271,7 +273,7 @@ impl FragmentStore {
             if entry.extension().is_some_and(|e| e == "manifest") {
                 match fs::read(&entry).map_err(|e| Error::io(format!("read {}", entry.display()), e)).and_then(|b| format::decode_manifest(&b)) {
                     Ok(m) => {
-                        st.manifests.insert(m.path.clone(), Arc::new(m));
+                        st.manifests.insert(Arc::new(m));
                     }
                     Err(e) => tracing::warn!(file = %entry.display(), error = %e, "skipping unreadable manifest"),
                 }
@@ -425,7 +427,7 @@ impl FragmentStore {
                 fsync_dir(&dir)?;
             }
         }
-        lock(&self.state).manifests.insert(m.path.clone(), m);
+        lock(&self.state).manifests.insert(m);
         Ok(ManifestPut::Stored)
     }
 
@@ -441,6 +443,17 @@ impl FragmentStore {
             .take_while(|(p, _)| p.starts_with(prefix))
             .map(|(_, m)| m.summary())
             .collect()
+    }
+
+    /// Every node that a held manifest names as a holder (repair looks for
+    /// the lost ones among them).
+    pub fn holders_named(&self) -> Vec<NodeId> {
+        lock(&self.state).manifests.holders().cloned().collect()
+    }
+
+    /// The held manifests that name `holder`, in path order.
+    pub fn manifests_naming(&self, holder: &NodeId) -> Vec<Arc<Manifest>> {
+        lock(&self.state).manifests.naming(holder).cloned().collect()
     }
 
     pub fn usage(&self) -> StoreUsage {

@@ -22,7 +22,7 @@ impl FragmentStore {
         let st = lock(&self.state);
         st.fragments
             .keys()
-            .filter_map(|k| st.manifests.get(&*k.path).filter(|m| m.write_id == k.write_id).map(|m| (k.clone(), m.clone())))
+            .filter_map(|k| st.manifests.get(&k.path).filter(|m| m.write_id == k.write_id).map(|m| (k.clone(), m.clone())))
             .collect()
     }
 

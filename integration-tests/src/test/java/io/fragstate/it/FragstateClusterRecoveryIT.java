@@ -73,11 +73,16 @@ class FragstateClusterRecoveryIT {
         assertThat(tl.restores).as("the job restored from a checkpoint").isGreaterThanOrEqualTo(1);
         @SuppressWarnings("unchecked")
         Map<String, Map<String, Long>> perTm = (Map<String, Map<String, Long>>) (Map<String, ?>) r.fragstate.get("taskManagerMetrics");
-        // every node found the others through the default bootstrap: JobManager + 6 live TaskManagers
-        // (a TaskManager without a task has registered no fragstate metrics: an empty map)
+        // every node found the others through the default bootstrap: JobManager + 6 live TaskManagers,
+        // or + 7 when the REST metric store still holds a fetch from the seconds after the kill in which
+        // SWIM had not yet declared the killed TaskManager dead (about 3 s; Flink's REST metrics are up to
+        // metrics.fetcher.update-interval = 10 s old; CI of 2026-12-05 read 7, 8 and 8, every node having
+        // logged "peer left" 3.3 s after the kill). A TaskManager without a task has registered no
+        // fragstate metrics: an empty map.
+        long expected = scenario.taskManagers();
         List<Long> live = perTm.values().stream().filter(m -> m.containsKey("liveNodes")).map(m -> m.get("liveNodes")).toList();
         assertThat(live).as("live storage nodes seen by the TaskManagers with tasks after the kill").isNotEmpty()
-                .allSatisfy(n -> assertThat(n).isEqualTo((long) scenario.taskManagers()));
+                .allSatisfy(n -> assertThat(n).isBetween(expected, expected + 1));
     }
 
     @Test

@@ -76,9 +76,8 @@ impl NetNode {
         let Some(store) = self.store().cloned() else { return HolderCheckPass::default() };
         let me = self.id().clone();
         let live: HashSet<NodeId> = self.live_nodes().into_iter().map(|n| n.id).collect();
-        let held: Vec<Arc<Manifest>> = blocking(|| {
-            store.list("").into_iter().filter_map(|s| store.get_manifest(&s.path)).filter(|m| m.holders.contains(&me)).collect()
-        });
+        // the store's index by holder: the manifests that name this node
+        let held: Vec<Arc<Manifest>> = store.manifests_naming(&me);
         // per live peer: the objects it holds with this node
         let mut shared: BTreeMap<NodeId, Vec<usize>> = BTreeMap::new();
         for (i, m) in held.iter().enumerate() {

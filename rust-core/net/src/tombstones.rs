@@ -9,7 +9,6 @@ use std::sync::atomic::Ordering;
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
 use fragstate_core::error::Result;
 use fragstate_core::ids::{now_unix_ms, NodeId};
-use libp2p::PeerId;
 
 use crate::state::{lock, Inner, Tombstones};
 use crate::tombstone_set::Inserted;
@@ -62,7 +61,7 @@ impl Inner {
         lock(&self.tombstones).remember(&t, now);
         // not live here: the client that sent this delete could not reach it either
         // (a hint for a holder that did get the delete costs one tombstone in a hello)
-        let unreachable = |h: &NodeId| h.as_str().parse::<PeerId>().map_or(true, |p| !self.is_live_storage(&p));
+        let unreachable = |h: &NodeId| self.peer_of(h).map_or(true, |p| !self.is_live_storage(&p));
         for h in holders.iter().flatten().filter(|h| **h != self.id && unreachable(h)) {
             tracing::debug!(path = %t.path, holder = %h, "a holder of the deleted object is not live: its tombstone is kept for it");
             lock(&self.hints).add(h, t.clone());

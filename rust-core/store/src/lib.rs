@@ -12,7 +12,7 @@
 //! plus one per upload in progress, and its free bytes are the lesser of its
 //! budget left and what its file system has left.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
@@ -144,7 +144,8 @@ pub(crate) struct Fragment {
 
 #[derive(Default)]
 struct State {
-    fragments: HashMap<FragmentKey, Fragment>,
+    /// In path order (`FragmentKey` orders by path first): a delete's paths are a range.
+    fragments: BTreeMap<FragmentKey, Fragment>,
     manifests: Manifests,
     used: u64,
 }
@@ -347,7 +348,7 @@ impl FragmentStore {
         // the file whose cells were synced and acknowledged.
         if let Some(Disk { root, fsync: true, .. }) = self.disk() {
             if let Err(e) = fsync_dir(&root.join("fragments")) {
-                self.remove_where(|k, _| *k == key, |_| false)?;
+                self.drop_fragment(&key)?;
                 return Err(e);
             }
         }
@@ -469,10 +470,8 @@ impl FragmentStore {
         }
     }
 
-    /// Keys of the fragments held (for repair scans and tests).
+    /// Keys of the fragments held, in order (for repair scans and tests).
     pub fn fragment_keys(&self) -> Vec<FragmentKey> {
-        let mut v: Vec<_> = lock(&self.state).fragments.keys().cloned().collect();
-        v.sort();
-        v
+        lock(&self.state).fragments.keys().cloned().collect()
     }
 }

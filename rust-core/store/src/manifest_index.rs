@@ -54,10 +54,7 @@ impl Manifests {
         self.by_path.len()
     }
 
-    pub fn iter(&self) -> btree_map::Iter<'_, String, Arc<Manifest>> {
-        self.by_path.iter()
-    }
-
+    #[cfg(test)]
     pub fn values(&self) -> btree_map::Values<'_, String, Arc<Manifest>> {
         self.by_path.values()
     }

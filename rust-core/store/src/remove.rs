@@ -1,8 +1,15 @@
 //! Removing fragments and manifests: deletes, reclaim of abandoned uploads,
 //! and the fault injections of the tests.
+//!
+//! A delete looks only at the paths it names: fragments and manifests are
+//! kept in path order, so one path or a prefix is a range of each map, and a
+//! delete costs the entries it removes, not the store's size (before, every
+//! delete — one per state file Flink discards — scanned every fragment and
+//! manifest the node held).
 
-use std::collections::HashMap;
 use std::fs;
+use std::ops::Bound;
+use std::sync::Arc;
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -20,7 +27,12 @@ impl FragmentStore {
         // writer learns when it publishes that it lost, and deletes its own
         // fragments (FORMAT.md, "Versions of a path"); a dead one's are reclaimed.
         let spare_uploads = matches!(target, DeleteTarget::OlderWrites { .. });
+        let paths = match target {
+            DeleteTarget::Prefix(p) => Paths::Prefix(p),
+            DeleteTarget::Path(p) | DeleteTarget::Write { path: p, .. } | DeleteTarget::OlderWrites { path: p, .. } => Paths::One(p),
+        };
         self.remove_where(
+            paths,
             |k, f| !(spare_uploads && f.uploading) && target.matches(&k.path, f.header.write_version()),
             |m| target.matches(&m.path, m.write_version()),
         )
@@ -34,19 +46,22 @@ impl FragmentStore {
         let cutoff = SystemTime::now().checked_sub(age).unwrap_or(UNIX_EPOCH);
         let idle_uncommitted: Vec<FragmentKey> = {
             let st = lock(&self.state);
-            let committed: HashMap<&str, u128> = st.manifests.iter().map(|(p, m)| (p.as_str(), m.write_id)).collect();
             st.fragments
                 .iter()
-                .filter(|(k, f)| committed.get(&*k.path) != Some(&k.write_id) && f.last_active < cutoff)
+                .filter(|(k, f)| f.last_active < cutoff && st.manifests.get(&k.path).map(|m| m.write_id) != Some(k.write_id))
                 .map(|(k, _)| k.clone())
                 .collect()
         };
-        self.remove_where(|k, _| idle_uncommitted.contains(k), |_| false)
+        let mut stats = DeleteStats::default();
+        for key in &idle_uncommitted {
+            stats += self.drop_fragment(key)?;
+        }
+        Ok(stats)
     }
 
     /// Fault injection: forgets one fragment, as if its disk sector were gone.
     pub fn drop_fragment(&self, key: &FragmentKey) -> Result<DeleteStats> {
-        self.remove_where(|k, _| k == key, |_| false)
+        self.remove_where(Paths::One(&key.path), |k, _| k == key, |_| false)
     }
 
     /// Fault injection: flips one byte of a stored cell (in memory or on disk).
@@ -82,13 +97,26 @@ impl FragmentStore {
         Ok(())
     }
 
-    pub(crate) fn remove_where(&self, frag: impl Fn(&FragmentKey, &Fragment) -> bool, manifest: impl Fn(&Manifest) -> bool) -> Result<DeleteStats> {
+    /// Removes, among the fragments and manifests of `paths`, those `frag`
+    /// and `manifest` select: their entries and their files.
+    pub(crate) fn remove_where(
+        &self,
+        paths: Paths<'_>,
+        frag: impl Fn(&FragmentKey, &Fragment) -> bool,
+        manifest: impl Fn(&Manifest) -> bool,
+    ) -> Result<DeleteStats> {
         let _io = lock(&self.manifest_io);
         let mut stats = DeleteStats::default();
         let mut files = Vec::new();
         {
             let mut st = lock(&self.state);
-            let keys: Vec<FragmentKey> = st.fragments.iter().filter(|(k, f)| frag(k, f)).map(|(k, _)| k.clone()).collect();
+            let keys: Vec<FragmentKey> = st
+                .fragments
+                .range((Bound::Included(paths.first_key()), Bound::Unbounded))
+                .take_while(|(k, _)| paths.contains(&k.path))
+                .filter(|(k, f)| frag(k, f))
+                .map(|(k, _)| k.clone())
+                .collect();
             for k in keys {
                 let f = st.fragments.remove(&k).unwrap();
                 st.used -= f.bytes;
@@ -99,8 +127,14 @@ impl FragmentStore {
                     files.push(file.path);
                 }
             }
-            let paths: Vec<String> = st.manifests.values().filter(|m| manifest(m)).map(|m| m.path.clone()).collect();
-            for p in paths {
+            let removed: Vec<String> = st
+                .manifests
+                .range(paths.first_path().to_string()..)
+                .take_while(|(p, _)| paths.contains(p))
+                .filter(|(_, m)| manifest(m))
+                .map(|(p, _)| p.clone())
+                .collect();
+            for p in removed {
                 st.manifests.remove(&p);
                 stats.manifests += 1;
                 if let Some(disk) = self.disk() {
@@ -116,5 +150,33 @@ impl FragmentStore {
             }
         }
         Ok(stats)
+    }
+}
+
+/// The stored paths a removal looks at: a contiguous range of the store's
+/// path-ordered maps.
+#[derive(Clone, Copy)]
+pub(crate) enum Paths<'a> {
+    One(&'a str),
+    Prefix(&'a str),
+}
+
+impl Paths<'_> {
+    fn first_path(&self) -> &str {
+        match self {
+            Paths::One(p) | Paths::Prefix(p) => p,
+        }
+    }
+
+    /// The smallest fragment key of the range (keys order by path first).
+    fn first_key(&self) -> FragmentKey {
+        FragmentKey { path: Arc::from(self.first_path()), write_id: 0, index: 0 }
+    }
+
+    fn contains(&self, path: &str) -> bool {
+        match self {
+            Paths::One(p) => path == *p,
+            Paths::Prefix(p) => path.starts_with(p),
+        }
     }
 }

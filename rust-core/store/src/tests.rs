@@ -6,6 +6,7 @@ use super::*;
 use fragstate_core::delete::DeleteTarget;
 use fragstate_core::format::CellFrame;
 use fragstate_core::params::{CodingParams, Compression};
+use fragstate_core::version::WriteVersion;
 
 #[test]
 fn a_store_directory_has_one_owner_and_slots_go_to_the_next_process() {
@@ -166,4 +167,44 @@ fn a_new_disk_store_is_readable_by_its_owner_only() {
     }
     // stores, node-0, LOCK, the marker, fragments/ and manifests/ with a file each
     assert!(seen.len() >= 8, "{seen:?}");
+}
+
+proptest::proptest! {
+    /// A delete removes exactly what its target matches, however the stored
+    /// paths share prefixes with it: the range it scans is the whole of it.
+    #[test]
+    fn a_delete_removes_exactly_what_its_target_matches(
+        stored in proptest::collection::btree_set(("[ab/]{0,4}", 1u128..4), 0..24),
+        with_manifest in proptest::collection::vec(proptest::bool::ANY, 24),
+        target_path in "[ab/]{0,3}",
+        kind in 0u8..4,
+        write in 1u128..4,
+    ) {
+        let store = FragmentStore::in_memory("n0", u64::MAX);
+        for (i, (path, write_id)) in stored.iter().enumerate() {
+            let h = FragmentHeader { write_id: *write_id, ..header(path, 0) };
+            store.begin_fragment(&h).unwrap();
+            store.finish_fragment(&h.key()).unwrap();
+            if with_manifest[i] {
+                // (a later write of the same path replaces the manifest)
+                let _ = store.put_manifest(Arc::new(Manifest { write_id: *write_id, ..empty_manifest(path) }));
+            }
+        }
+        let target = match kind {
+            0 => DeleteTarget::Path(target_path),
+            1 => DeleteTarget::Prefix(target_path),
+            2 => DeleteTarget::Write { path: target_path, write_id: write },
+            _ => DeleteTarget::OlderWrites { path: target_path, newest: WriteVersion { created_unix_ms: 0, write_id: write } },
+        };
+        let keys_before = store.fragment_keys();
+        let manifests_before: Vec<Arc<Manifest>> = stored.iter().filter_map(|(p, _)| store.get_manifest(p)).collect();
+        let st = store.delete(&target).unwrap();
+        let version = |k: &FragmentKey| WriteVersion { created_unix_ms: 0, write_id: k.write_id };
+        let kept: Vec<FragmentKey> = keys_before.iter().filter(|k| !target.matches(&k.path, version(k))).cloned().collect();
+        proptest::prop_assert_eq!(store.fragment_keys(), kept.clone());
+        proptest::prop_assert_eq!(st.fragments as usize, keys_before.len() - kept.len());
+        for m in manifests_before {
+            proptest::prop_assert_eq!(store.get_manifest(&m.path).is_some(), !target.matches(&m.path, m.write_version()), "{}", m.path);
+        }
+    }
 }

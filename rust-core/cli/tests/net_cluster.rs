@@ -327,6 +327,33 @@ fn a_delete_goes_to_the_holders_and_one_that_was_down_gets_it_from_them_when_it_
 }
 
 #[test]
+fn a_node_that_joins_takes_over_its_share_and_the_holders_it_replaced_drop_theirs() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = Cluster::new();
+    let flags = ["--rebalance-after", "2", "--repair-rate", "0"];
+    c.start(6, false, &flags);
+    // RS(2,1) over 6 nodes: a 7th ranks among the 3 holders of about 3/7 of the objects.
+    let objs: Vec<(String, Vec<u8>)> = (0..20).map(|i| (format!("/b/obj-{i}"), payload(150_000 + i * 1_000, 60 + i as u64))).collect();
+    for (p, d) in &objs {
+        c.put(d, p, &["--k", "2", "--m", "1", "--cell-size", "64KiB"]);
+    }
+    c.start(1, false, &flags);
+    let peer = c.nodes[6].peer.clone();
+    c.wait_for("the joined node to take over its share", |c| {
+        let s = c.stats();
+        let sum = |f: &str| s.iter().map(|m| m[f].parse::<u64>().unwrap()).sum::<u64>();
+        let joined: u64 = s.iter().find(|m| m["node"] == peer).map_or(0, |m| m["fragments"].parse().unwrap());
+        joined > 0 && sum("rebalanced") == joined && sum("fragments") == 60 && sum("manifests") == 60
+    });
+    let moved = c.stat_sum("rebalanced");
+    assert!((1..=20).contains(&moved), "one fragment per object at most, {moved} moved");
+    assert_eq!(c.stat_sum("rebalance_failures"), 0);
+    for (p, d) in &objs {
+        assert_eq!(&c.get(p).unwrap(), d, "{p} after the move");
+    }
+}
+
+#[test]
 fn library_node_in_cluster_mode_writes_and_reads_over_the_network() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mut c = Cluster::new();

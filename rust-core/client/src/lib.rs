@@ -20,6 +20,7 @@ mod ctx;
 mod manifest_lookup;
 pub mod mesh;
 pub mod reader;
+mod rebalance;
 mod repair;
 pub mod scrub;
 pub mod scrubber;

@@ -63,7 +63,7 @@ impl Fragments<'_> {
     }
 
     /// Cell `index` of stripe `s`, rebuilt from `k` other fragments and checked.
-    async fn rebuild_cell(&self, ctx: &Ctx, sources: &FragmentSet<'_>, index: usize, s: u32, info: &StripeInfo) -> Result<(u32, u64, Bytes)> {
+    pub(crate) async fn rebuild_cell(&self, ctx: &Ctx, sources: &FragmentSet<'_>, index: usize, s: u32, info: &StripeInfo) -> Result<(u32, u64, Bytes)> {
         let fetched = sources.fetch(ctx, s, info, Some(index)).await?;
         let cells = self.codec.rebuild_cells(self.path, s, info, &fetched.cells)?;
         let cell = cells[index].clone();

@@ -59,6 +59,7 @@ pub mod ids;
 pub mod lookup;
 pub mod params;
 pub mod placement;
+pub mod rebalance;
 pub mod restore_model;
 pub mod sample;
 pub mod swim;

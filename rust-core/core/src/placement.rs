@@ -70,7 +70,7 @@ const FRAGMENT_ORDER: u64 = 0x6f72_6465;
 pub const MAX_WEIGHT_OVER_MEDIAN: u64 = 4;
 
 /// Rendezvous score of `node` for `key` with weights capped at `cap`; higher wins.
-fn score(key: &[u8], node: &NodeInfo, cap: u64) -> f64 {
+pub(crate) fn score(key: &[u8], node: &NodeInfo, cap: u64) -> f64 {
     let h = node_key_hash(key, node, SCORE);
     // u in (0, 1), never 0 or 1, so ln(u) < 0.
     let u = ((h >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
@@ -79,7 +79,7 @@ fn score(key: &[u8], node: &NodeInfo, cap: u64) -> f64 {
 }
 
 /// The weight cap for `nodes`: [`MAX_WEIGHT_OVER_MEDIAN`] × their (lower) median free capacity.
-fn weight_cap(nodes: &[&NodeInfo]) -> u64 {
+pub fn weight_cap(nodes: &[&NodeInfo]) -> u64 {
     let mut free: Vec<u64> = nodes.iter().map(|n| n.free_bytes).collect();
     if free.is_empty() {
         return u64::MAX;
@@ -95,7 +95,7 @@ fn weight_cap(nodes: &[&NodeInfo]) -> u64 {
 const SHORTLIST_PER_FRAGMENT: usize = 4;
 
 /// The ranking order: higher score first, ties broken by node id.
-fn better(a: &(f64, &NodeInfo), b: &(f64, &NodeInfo)) -> std::cmp::Ordering {
+pub(crate) fn better(a: &(f64, &NodeInfo), b: &(f64, &NodeInfo)) -> std::cmp::Ordering {
     b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id))
 }
 

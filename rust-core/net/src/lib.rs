@@ -33,6 +33,7 @@ mod ping_failures;
 pub mod node;
 mod node_stats;
 mod pool;
+mod rebalance;
 mod server;
 pub mod services;
 mod state;

@@ -51,6 +51,11 @@ pub struct NodeStats {
     /// Copies the holder check dropped: repaired elsewhere, overwritten or
     /// deleted while this node was away.
     pub stale_copies_dropped: u64,
+    /// Fragments this node moved to nodes that joined (rebalancing), their
+    /// bytes, and the moves that failed (retried in the next pass).
+    pub fragments_rebalanced: u64,
+    pub bytes_rebalanced: u64,
+    pub rebalance_failures: u64,
     pub protocol_violations: u64,
     /// Streams closed unanswered: their peer had its share open (NETWORK.md, "Bounded resources").
     pub streams_refused: u64,

@@ -1,5 +1,6 @@
 //! The background services of a storage node: repair of objects that lost
-//! a holder (rate-limited, counted in stats), the scrub of its own stored
+//! a holder (rate-limited, counted in stats), rebalancing after joins
+//! (`crate::rebalance`), the scrub of its own stored
 //! cells (`fragstate_client::scrubber`: bad cells rebuilt from the other
 //! holders, reported ones first) and reclaim of fragments whose writer never
 //! committed them. They use the node only through its public
@@ -33,6 +34,11 @@ pub struct ServiceConfig {
     /// How often the holder check runs (0: never); the first pass runs
     /// `min(15 s, interval)` after the start.
     pub holder_check_interval: Duration,
+    /// Rebalancing: the view must be stable this long after nodes joined
+    /// before fragments move to them.
+    pub rebalance_after: Duration,
+    /// Moved fragment bytes per second, at most (0: no rebalancing).
+    pub rebalance_rate: u64,
     /// The background scrub: its rate (0: only reported cells are verified)
     /// and how often a pass may start.
     pub scrub: ScrubConfig,
@@ -47,6 +53,8 @@ impl Default for ServiceConfig {
             reclaim_after: Duration::from_secs(600),
             reclaim_interval: Duration::from_secs(30),
             holder_check_interval: Duration::from_secs(300),
+            rebalance_after: Duration::from_secs(30),
+            rebalance_rate: 32 * 1024 * 1024,
             scrub: ScrubConfig::default(),
         }
     }
@@ -68,7 +76,7 @@ impl NetNode {
         }
     }
 
-    /// Starts the repair, scrub, holder check and reclaim loops (storage nodes).
+    /// Starts the repair, rebalance, scrub, holder check and reclaim loops (storage nodes).
     pub fn start_services(&self, cfg: ServiceConfig) {
         if self.store().is_none() {
             return;
@@ -76,6 +84,9 @@ impl NetNode {
         let node = self.clone();
         let c = cfg.clone();
         self.spawn("repair", async move { repair_loop(node, c).await });
+        let node = self.clone();
+        let (after, rate) = (cfg.rebalance_after, cfg.rebalance_rate);
+        self.spawn("rebalance", async move { crate::rebalance::rebalance_loop(node, after, rate).await });
         let node = self.clone();
         let scrub = cfg.scrub.clone();
         self.spawn("scrub", async move { scrub_loop(node, scrub).await });

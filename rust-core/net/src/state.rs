@@ -106,6 +106,10 @@ pub(crate) struct Counters {
     pub holder_check_passes: AtomicU64,
     pub holder_checked: AtomicU64,
     pub stale_copies_dropped: AtomicU64,
+    /// Fragments (and their bytes) moved to nodes that joined; moves that failed.
+    pub fragments_rebalanced: AtomicU64,
+    pub bytes_rebalanced: AtomicU64,
+    pub rebalance_failures: AtomicU64,
     pub protocol_violations: AtomicU64,
     /// Streams closed unanswered because their peer had its share open.
     pub streams_refused: AtomicU64,
@@ -300,6 +304,9 @@ impl Inner {
             holder_check_passes: g(&c.holder_check_passes),
             holder_checked: g(&c.holder_checked),
             stale_copies_dropped: g(&c.stale_copies_dropped),
+            fragments_rebalanced: g(&c.fragments_rebalanced),
+            bytes_rebalanced: g(&c.bytes_rebalanced),
+            rebalance_failures: g(&c.rebalance_failures),
             protocol_violations: g(&c.protocol_violations),
             streams_refused: g(&c.streams_refused),
             uploads_refused: g(&c.uploads_refused),

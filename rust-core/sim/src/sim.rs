@@ -7,6 +7,7 @@ use fragstate_core::adaptive;
 use fragstate_core::ids::NodeId;
 use fragstate_core::lookup;
 use fragstate_core::params::{CodingParams, Compression};
+use fragstate_core::rebalance;
 use fragstate_core::placement::{self, NodeInfo, PlacementPolicy};
 use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
@@ -203,22 +204,52 @@ pub struct JoinMoves {
     /// `fragments / (N + 1)`: the new node's fair share, nothing else moved.
     pub ideal: f64,
     pub moved_over_ideal: f64,
+    /// Fragments the rebalancing moves ([`rebalance::plan_moves`] from each
+    /// object's holders; for XOR neighbours the placement difference), over `ideal`.
+    pub rebalanced_over_ideal: f64,
+    /// Share of the objects whose holders after the rebalancing's moves are
+    /// what the writer's placement over the new view chooses.
+    pub rebalanced_as_placed: f64,
 }
 
 /// Places `objects` in `view`, adds one node, places them again and counts the fragments
-/// whose holder set lost a member (each such fragment must be copied to its new holder).
+/// whose holder set lost a member (each such fragment must be copied to its new holder),
+/// and the moves the rebalancing makes.
 pub fn join_moves(view: &View, strategy: Strategy, objects: u64, km: (usize, usize)) -> JoinMoves {
     let mut after = view.clone();
     after.add("node-joining");
-    let mut moved = 0;
+    let joined = after.nodes.last().expect("a node was added").clone();
+    let cap = placement::weight_cap(&after.nodes.iter().collect::<Vec<_>>());
+    let info: HashMap<&NodeId, &NodeInfo> = view.nodes.iter().map(|n| (&n.id, n)).collect();
+    let (mut moved, mut rebalanced, mut as_placed) = (0, 0, 0);
     for i in 0..objects {
         let key = object_key(i);
-        let before: HashSet<NodeId> = view.holders(strategy, &key, km).into_iter().collect();
-        moved += after.holders(strategy, &key, km).iter().filter(|h| !before.contains(*h)).count() as u64;
+        let before = view.holders(strategy, &key, km);
+        let placed: HashSet<NodeId> = after.holders(strategy, &key, km).into_iter().collect();
+        moved += placed.iter().filter(|h| !before.contains(*h)).count() as u64;
+        let mut now: HashSet<NodeId> = before.iter().cloned().collect();
+        if strategy == Strategy::XorNeighbours {
+            now.clone_from(&placed);
+        } else {
+            let holders: Vec<NodeInfo> = before.iter().map(|h| info[h].clone()).collect();
+            for (i, to) in rebalance::plan_moves(&key, &holders, std::slice::from_ref(&joined), cap) {
+                now.remove(&before[i]);
+                now.insert(to.id);
+            }
+        }
+        rebalanced += now.iter().filter(|h| !before.contains(*h)).count() as u64;
+        as_placed += u64::from(now == placed);
     }
     let fragments = objects * (km.0 + km.1) as u64;
     let ideal = fragments as f64 / after.len() as f64;
-    JoinMoves { fragments, moved, ideal, moved_over_ideal: moved as f64 / ideal }
+    JoinMoves {
+        fragments,
+        moved,
+        ideal,
+        moved_over_ideal: moved as f64 / ideal,
+        rebalanced_over_ideal: rebalanced as f64 / ideal,
+        rebalanced_as_placed: as_placed as f64 / objects.max(1) as f64,
+    }
 }
 
 /// Lookups by path alone after some nodes were replaced.
@@ -308,6 +339,9 @@ mod tests {
         let j = join_moves(&view, Strategy::Rendezvous, 3_000, KM);
         // every moved fragment went to the new node: about fragments / 31
         assert!((0.8..1.2).contains(&j.moved_over_ideal), "{j:?}");
+        // the rebalancing makes exactly those moves, from each object's holders alone
+        assert_eq!(j.rebalanced_over_ideal, j.moved_over_ideal, "{j:?}");
+        assert_eq!(j.rebalanced_as_placed, 1.0, "{j:?}");
     }
 
     #[test]

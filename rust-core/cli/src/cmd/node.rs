@@ -73,6 +73,14 @@ pub(crate) struct NodeArgs {
     /// (or one interval, if shorter). 0: no check.
     #[arg(long, default_value = "300", value_parser = parse_secs)]
     pub holder_check_interval: Duration,
+    /// Seconds the view must stay unchanged after nodes joined before
+    /// fragments move to them (rebalancing: each joined node takes over the
+    /// fragments placement now gives it, its share of the stored data).
+    #[arg(long, default_value = "30", value_parser = parse_secs)]
+    pub rebalance_after: Duration,
+    /// Rebalancing rate limit in moved fragment bytes per second (0: no rebalancing).
+    #[arg(long, default_value = "32MiB", value_parser = parse_bytes)]
+    pub rebalance_rate: u64,
     /// Seconds between reclaim scans.
     #[arg(long, default_value = "30", value_parser = parse_secs)]
     pub reclaim_interval: Duration,
@@ -115,6 +123,8 @@ pub(crate) fn node(args: NodeArgs) -> Result<()> {
             reclaim_after: args.reclaim_after,
             reclaim_interval: args.reclaim_interval,
             holder_check_interval: args.holder_check_interval,
+            rebalance_after: args.rebalance_after,
+            rebalance_rate: args.rebalance_rate,
             scrub: ScrubConfig { rate: args.scrub_rate, pass_interval: args.scrub_interval, ..ScrubConfig::default() },
             ..ServiceConfig::default()
         });

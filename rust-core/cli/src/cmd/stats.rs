@@ -51,10 +51,10 @@ pub(crate) fn stats(args: ClusterArgs, json: bool) -> Result<()> {
                     println!("{line}");
                 } else {
                     println!(
-                        "node={} domain={} live={} fragments={} bytes={} manifests={} degraded={} to_repair={} repaired={} repair_failures={} tombstones={} tombstone_file_bytes={} tombstone_deletes={} hints={} hints_dropped={} manifests_deleted={} reclaimed={} holder_checks={} holder_checked={} stale_dropped={} violations={} streams_refused={} uploads_refused={} heap_bytes={} scrub_passes={} scrubbed_cells={} scrubbed_bytes={} scrub_corrupt={} corrupt_reports={} corrupt_reports_confirmed={} cells_rebuilt={} rebuild_failures={}",
+                        "node={} domain={} live={} fragments={} bytes={} manifests={} degraded={} to_repair={} repaired={} repair_failures={} tombstones={} tombstone_file_bytes={} tombstone_deletes={} hints={} hints_dropped={} manifests_deleted={} reclaimed={} holder_checks={} holder_checked={} stale_dropped={} rebalanced={} rebalanced_bytes={} rebalance_failures={} violations={} streams_refused={} uploads_refused={} heap_bytes={} scrub_passes={} scrubbed_cells={} scrubbed_bytes={} scrub_corrupt={} corrupt_reports={} corrupt_reports_confirmed={} cells_rebuilt={} rebuild_failures={}",
                         s.node, s.domain, s.live_storage_peers, s.fragments, s.bytes, s.manifests, s.objects_degraded, s.bytes_to_repair, s.objects_repaired,
                         s.repair_failures, s.tombstones, s.tombstone_file_bytes, s.tombstone_deletes, s.tombstone_hints, s.tombstone_hints_dropped, s.manifests_deleted, s.reclaimed_fragments,
-                        s.holder_check_passes, s.holder_checked, s.stale_copies_dropped, s.protocol_violations,
+                        s.holder_check_passes, s.holder_checked, s.stale_copies_dropped, s.fragments_rebalanced, s.bytes_rebalanced, s.rebalance_failures, s.protocol_violations,
                         s.streams_refused, s.uploads_refused, s.heap_bytes, s.scrub.passes, s.scrub.cells_scrubbed, s.scrub.bytes_scrubbed, s.scrub.corrupt_found, s.scrub.corrupt_reports,
                         s.scrub.corrupt_reports_confirmed, s.scrub.cells_rebuilt, s.scrub.rebuild_failures
                     );

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Plots of a fragstate-sim run (ci/sim.sh): each measurement against the cluster size, one line
-per strategy. Reads DIR/summary.json, writes DIR/balance.png, DIR/join-moves.png and
+per strategy. Reads DIR/summary.json, writes DIR/balance.png, DIR/join-moves.png, DIR/rebalance.png and
 DIR/lookups.png (placement) and DIR/membership.png (SWIM), for what the run measured.
 
 Usage: sim_report.py DIR
@@ -94,7 +94,9 @@ def main():
              "share of readable objects", lambda r: r["churn"]["settled_rate"])
         plot(rows, out, "create-misses.png", "Creates after churn: existing objects none of whose holders the create's window asks",
              "share of readable objects", lambda r: r["churn"].get("create_miss_rate", 0.0))
-        written += ["balance.png", "join-moves.png", "lookups.png", "create-misses.png"]
+        plot(rows, out, "rebalance.png", "Fragments the rebalancing moves per join",
+             "moved / (total / (N+1))", lambda r: r["join"].get("rebalanced_over_ideal", 0.0), target=1.0)
+        written += ["balance.png", "join-moves.png", "rebalance.png", "lookups.png", "create-misses.png"]
     if runs:
         plot_membership(runs, out)
         written.append("membership.png")

@@ -165,6 +165,16 @@ impl Client {
         Ok(self.find_manifest_to_read(path).await?.map(|m| m.summary()))
     }
 
+    /// The object at `path` as a create sees it ([`Self::find_manifest_to_create`]):
+    /// one round to the `3 × (k + m)` nodes placement ranks first, in a cluster of
+    /// any size, where [`Self::stat`] of a path that is no object asks every node.
+    /// What a directory's creation asks of each ancestor (is it a file?); it takes
+    /// an object none of whose holders ranks in that window any more for missing
+    /// (NETWORK.md "Manifest lookups by path": none in the simulator's churn runs).
+    pub async fn stat_as_create(&self, path: &str) -> Result<Option<ObjectSummary>> {
+        Ok(self.find_manifest_to_create(path).await?.map(|m| m.summary()))
+    }
+
     /// Committed objects under `prefix` (a plain string prefix), newest version of each path.
     pub async fn list(&self, prefix: &str) -> Result<Vec<ObjectSummary>> {
         let live = self.ctx.transport.live_nodes();

@@ -182,3 +182,27 @@ fn a_create_asks_three_times_k_plus_m_nodes_in_one_round_and_everyone_only_when_
         assert_eq!(requests, 18 + nodes as u64, "the window, then every node");
     });
 }
+
+#[test]
+fn a_file_check_asks_the_create_window_where_a_stat_of_a_path_that_is_no_file_asks_everyone() {
+    rt().block_on(async {
+        let nodes = 40;
+        let mesh = Mesh::in_memory(nodes, 1 << 30);
+        let c = client(&mesh, params(4, 2));
+        write(&c, "job/chk-5/state", &payload(30_000, 9), 10_000).await;
+        // a directory's creation checks each ancestor: none is a file, 18 requests each
+        for dir in ["job/chk-6", "job", "job/chk-5"] {
+            let before = c.stats();
+            assert_eq!(c.stat_as_create(dir).await.unwrap(), None, "{dir}");
+            assert_eq!(lookups_since(&c, &before), (1, 18, 1), "{dir}");
+        }
+        let before = c.stats();
+        assert_eq!(c.stat("job/chk-6").await.unwrap(), None);
+        assert_eq!(lookups_since(&c, &before).1, nodes as u64, "a read's stat of a missing path asks every node");
+        // a file is found, with its length, from the same window
+        let before = c.stats();
+        let found = c.stat_as_create("job/chk-5/state").await.unwrap().expect("the object is there");
+        assert_eq!(found.length, 30_000);
+        assert_eq!(lookups_since(&c, &before), (1, 18, 1));
+    });
+}

@@ -292,14 +292,29 @@ pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_stat<'l>(mut 
         let path = string(env, &path, "path")?;
         let node = node()?;
         let kind = runtime()?.block_on(node.client().path_kind(&path))?;
-        let v: [i64; 3] = match kind {
-            PathKind::Missing => [0, 0, 0],
-            PathKind::Object(s) => [1, s.length as i64, s.created_unix_ms as i64],
-            PathKind::Directory => [2, 0, 0],
-        };
-        let arr = env.new_long_array(3)?;
-        env.set_long_array_region(&arr, 0, &v)?;
-        Ok(arr.into_raw())
+        long_array(env, kind)
+    })
+}
+
+/// `{kind, length, modificationTimeMillis}` of a stat (FragstateNative.stat's javadoc).
+fn long_array(env: &mut JNIEnv, kind: PathKind) -> JResult<jlongArray> {
+    let v: [i64; 3] = match kind {
+        PathKind::Missing => [0, 0, 0],
+        PathKind::Object(s) => [1, s.length as i64, s.created_unix_ms as i64],
+        PathKind::Directory => [2, 0, 0],
+    };
+    let arr = env.new_long_array(3)?;
+    env.set_long_array_region(&arr, 0, &v)?;
+    Ok(arr.into_raw())
+}
+
+#[no_mangle]
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_statFile<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, path: JString<'l>) -> jlongArray {
+    guard(&mut env, std::ptr::null_mut(), |env| {
+        let path = string(env, &path, "path")?;
+        let node = node()?;
+        let found = runtime()?.block_on(node.client().stat_as_create(&path))?;
+        long_array(env, found.map_or(PathKind::Missing, PathKind::Object))
     })
 }
 

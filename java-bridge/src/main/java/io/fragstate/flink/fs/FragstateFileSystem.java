@@ -229,13 +229,18 @@ public class FragstateFileSystem extends FileSystem {
         return false;
     }
 
-    /** Directories are implicit: stores nothing, refuses a path that is or lies below a file. */
+    /**
+     * Directories are implicit: stores nothing, refuses a path that is or lies below a file. Each
+     * ancestor is checked with {@link FragstateNative#statFile} (a bounded lookup: the JobManager
+     * makes a directory for every checkpoint).
+     */
     @Override
     public boolean mkdirs(Path f) throws IOException {
         String key = key(f);
         String root = SCHEME + "://" + authority;
+        FragstateNode.ensureStarted();
         for (String k = key; k.length() > root.length(); k = k.substring(0, k.lastIndexOf('/'))) {
-            if (stat(k)[0] == KIND_FILE) {
+            if (FragstateNative.statFile(k)[0] == KIND_FILE) {
                 throw new IOException(
                         "fragstate: cannot create directory " + key + ": " + k + " is a file");
             }

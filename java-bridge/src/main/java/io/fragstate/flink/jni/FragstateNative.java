@@ -112,6 +112,14 @@ public final class FragstateNative {
     public static native long[] stat(String path) throws IOException;
 
     /**
+     * {@link #stat}, but only whether {@code path} is a file (kind 0 or 1), looked up as a create
+     * looks its path up: in one round to a bounded number of nodes in a cluster of any size,
+     * where {@code stat} of a path that is no file asks every node (rust-core/NETWORK.md,
+     * "Manifest lookups by path").
+     */
+    public static native long[] statFile(String path) throws IOException;
+
+    /**
      * Direct children of directory {@code dir}: {@code Object[] {String[] names, long[] lengths,
      * long[] modificationTimes, boolean[] isDirectory}}. Names are full paths.
      */

@@ -107,6 +107,7 @@ class JniMisuseTest {
         assertThatThrownBy(() -> FragstateNative.createWriter(null, false)).isInstanceOf(NullPointerException.class);
         assertThatThrownBy(() -> FragstateNative.openReader(null)).isInstanceOf(NullPointerException.class);
         assertThatThrownBy(() -> FragstateNative.stat(null)).isInstanceOf(NullPointerException.class);
+        assertThatThrownBy(() -> FragstateNative.statFile(null)).isInstanceOf(NullPointerException.class);
         assertThatThrownBy(() -> FragstateNative.listStatus(null)).isInstanceOf(NullPointerException.class);
         assertThatThrownBy(() -> FragstateNative.delete(null, true)).isInstanceOf(NullPointerException.class);
         assertThatThrownBy(() -> FragstateNative.startNode(null)).isInstanceOf(NullPointerException.class);
@@ -156,6 +157,8 @@ class JniMisuseTest {
         assertThat(FragstateNative.stat(p)[0]).isEqualTo(1);
         assertThat(FragstateNative.stat(p)[1]).isEqualTo(10);
         assertThat(FragstateNative.stat(p + "-none")[0]).isZero();
+        assertThat(FragstateNative.statFile(p)).containsExactly(FragstateNative.stat(p));
+        assertThat(FragstateNative.statFile(p + "-none")[0]).isZero();
         assertThatThrownBy(() -> FragstateNative.startNode("{\"dataFragments\":5}")).isInstanceOf(IOException.class);
         stillAlive();
     }

@@ -44,14 +44,7 @@ impl Client {
         }
         let codec = StripeCodec::new(manifest.params)?;
         let path: Arc<str> = Arc::from(manifest.path.as_str());
-        let frags = Fragments {
-            path: &path,
-            write_id: manifest.write_id,
-            created_unix_ms: manifest.created_unix_ms,
-            codec: &codec,
-            holders: &manifest.holders,
-            stripes: &manifest.stripes,
-        };
+        let frags = Fragments::of_manifest(&manifest, &path, &codec, &manifest.holders);
         let mut holders = manifest.holders.clone();
         let mut bytes = 0;
         for (index, to) in moves {

@@ -30,7 +30,13 @@ pub(crate) struct Fragments<'a> {
     pub stripes: &'a [StripeInfo],
 }
 
-impl Fragments<'_> {
+impl<'a> Fragments<'a> {
+    /// The fragments of the committed object `manifest` describes, on `holders`
+    /// (its own, or the ones a repair or move is changing).
+    pub fn of_manifest(manifest: &'a Manifest, path: &'a Arc<str>, codec: &'a StripeCodec, holders: &'a [NodeId]) -> Self {
+        Fragments { path, write_id: manifest.write_id, created_unix_ms: manifest.created_unix_ms, codec, holders, stripes: &manifest.stripes }
+    }
+
     pub fn header(&self, index: usize) -> FragmentHeader {
         FragmentHeader {
             path: self.path.to_string(),
@@ -134,14 +140,7 @@ pub(crate) async fn rebuild_one_cell(ctx: &Ctx, manifest: &Manifest, index: usiz
     }
     let codec = StripeCodec::new(manifest.params)?;
     let path: Arc<str> = Arc::from(manifest.path.as_str());
-    let frags = Fragments {
-        path: &path,
-        write_id: manifest.write_id,
-        created_unix_ms: manifest.created_unix_ms,
-        codec: &codec,
-        holders: &manifest.holders,
-        stripes: &manifest.stripes,
-    };
+    let frags = Fragments::of_manifest(manifest, &path, &codec, &manifest.holders);
     let sources = FragmentSet { path: &path, write_id: manifest.write_id, holders: &manifest.holders, codec: &codec };
     let (_, _, cell) = frags.rebuild_cell(ctx, &sources, index, stripe, info).await?;
     Ok(cell)
@@ -206,14 +205,7 @@ async fn replace_finished_fragment(
     avoid: &mut HashSet<NodeId>,
 ) -> Result<()> {
     loop {
-        let frags = Fragments {
-            path,
-            write_id: manifest.write_id,
-            created_unix_ms: manifest.created_unix_ms,
-            codec,
-            holders,
-            stripes: &manifest.stripes,
-        };
+        let frags = Fragments::of_manifest(manifest, path, codec, holders);
         let (node, mut sink) = frags.rebuild_onto_new_node(ctx, index, avoid, None).await?;
         match sink.finish().await {
             Ok(()) => {

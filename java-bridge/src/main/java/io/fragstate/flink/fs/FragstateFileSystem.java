@@ -212,6 +212,11 @@ public class FragstateFileSystem extends FileSystem {
     /**
      * Deletes a file, or a directory with everything below it. A non-recursive delete of a
      * (necessarily non-empty) directory fails; a path with nothing there returns false.
+     *
+     * <p>The JobManager deletes each subsumed checkpoint's directory this way, once per
+     * checkpoint. The native delete has already looked for a file at the path, so the emptiness
+     * check only lists the path's children (one request per node) rather than a full stat (a
+     * file lookup and a listing).
      */
     @Override
     public boolean delete(Path f, boolean recursive) throws IOException {
@@ -223,10 +228,15 @@ public class FragstateFileSystem extends FileSystem {
         if (FragstateNative.delete(key, false) > 0) {
             return true;
         }
-        if (!isRoot(key) && FragstateNative.stat(key)[0] == KIND_DIR) {
+        if (!isRoot(key) && hasChildren(key)) {
             throw new IOException("fragstate: directory " + key + " is not empty (use a recursive delete)");
         }
         return false;
+    }
+
+    private static boolean hasChildren(String key) throws IOException {
+        String[] names = (String[]) FragstateNative.listStatus(key)[0];
+        return names.length > 0;
     }
 
     /**

@@ -61,9 +61,16 @@ pub fn plan_moves(key: &[u8], holders: &[NodeInfo], joined: &[NodeInfo], cap: u6
     moves
 }
 
+/// The longest wait before a pass is tried again after passes that failed
+/// ([`JoinWatch::failed`]).
+pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(600);
+
 /// Which nodes joined the view, and when it has been stable long enough
 /// to move data to them: a node that flaps, or a view still filling in
-/// after a start, moves nothing.
+/// after a start, moves nothing. After a pass that left moves undone, the
+/// next one waits: `settle`, doubled per failed pass up to
+/// [`MAX_RETRY_WAIT`], so a joined node that refuses fragments (full, or
+/// failing) is not asked again at every look at the view.
 #[derive(Debug)]
 pub struct JoinWatch {
     settle: Duration,
@@ -72,6 +79,8 @@ pub struct JoinWatch {
     known: HashSet<NodeId>,
     joined: BTreeSet<NodeId>,
     changed_at: Instant,
+    failed_passes: u32,
+    retry_at: Option<Instant>,
 }
 
 impl JoinWatch {
@@ -79,7 +88,7 @@ impl JoinWatch {
     /// `settle` before data moves, and the nodes that appear within `settle`
     /// of the start are the view it found, not joins.
     pub fn new(now: Instant, settle: Duration) -> Self {
-        JoinWatch { settle, baseline_until: now + settle, known: HashSet::new(), joined: BTreeSet::new(), changed_at: now }
+        JoinWatch { settle, baseline_until: now + settle, known: HashSet::new(), joined: BTreeSet::new(), changed_at: now, failed_passes: 0, retry_at: None }
     }
 
     /// Takes the live view at `now`.
@@ -89,6 +98,9 @@ impl JoinWatch {
             return;
         }
         self.changed_at = now;
+        // A new view is new information: the next pass waits for it to settle only.
+        self.failed_passes = 0;
+        self.retry_at = None;
         if now >= self.baseline_until {
             self.joined.extend(live.difference(&self.known).cloned());
         }
@@ -97,9 +109,9 @@ impl JoinWatch {
     }
 
     /// The joined nodes to move data to, once the view has not changed for
-    /// `settle`; empty before.
+    /// `settle` and no failed pass asks to wait longer; empty before.
     pub fn ready(&self, now: Instant) -> Vec<NodeId> {
-        if now.saturating_duration_since(self.changed_at) < self.settle {
+        if now.saturating_duration_since(self.changed_at) < self.settle || self.retry_at.is_some_and(|t| now < t) {
             return Vec::new();
         }
         self.joined.iter().cloned().collect()
@@ -110,6 +122,21 @@ impl JoinWatch {
         for n in nodes {
             self.joined.remove(n);
         }
+        self.failed_passes = 0;
+        self.retry_at = None;
+    }
+
+    /// A pass that ended at `now` left moves undone: the next one waits
+    /// `settle` × 2^(failed passes in a row − 1), at most [`MAX_RETRY_WAIT`].
+    pub fn failed(&mut self, now: Instant) {
+        let wait = self.settle.saturating_mul(1 << self.failed_passes.min(16)).min(MAX_RETRY_WAIT);
+        self.failed_passes = self.failed_passes.saturating_add(1);
+        self.retry_at = Some(now + wait);
+    }
+
+    /// When the next pass may run after failed ones (`None`: no failed pass waiting).
+    pub fn retry_at(&self) -> Option<Instant> {
+        self.retry_at
     }
 }
 
@@ -186,6 +213,39 @@ mod tests {
         w.observe(ids(&["a", "b", "c"]), at(300));
         w.observe(ids(&["a", "b", "c", "d"]), at(310));
         assert_eq!(w.ready(at(340)), ids(&["d"]));
+    }
+
+    #[test]
+    fn a_failed_pass_waits_doubling_up_to_the_cap_and_a_new_view_or_a_success_ends_the_wait() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(30);
+        let at = |secs: u64| t0 + Duration::from_secs(secs);
+        let ids = |names: &[&str]| names.iter().map(|n| NodeId::from(*n)).collect::<Vec<_>>();
+        let mut w = JoinWatch::new(t0, s);
+        w.observe(ids(&["a", "b"]), at(1));
+        w.observe(ids(&["a", "b", "c"]), at(100));
+        assert_eq!(w.ready(at(130)), ids(&["c"]));
+        // Failed passes at 130, then whenever the watch allows the next: waits of 30, 60, 120, ... s.
+        let mut now = 130;
+        let mut waits = Vec::new();
+        for _ in 0..8 {
+            w.failed(at(now));
+            let next = w.retry_at().unwrap().duration_since(at(now)).as_secs();
+            assert!(w.ready(at(now + next - 1)).is_empty(), "ready before the wait of {next} s ended");
+            assert_eq!(w.ready(at(now + next)), ids(&["c"]));
+            waits.push(next);
+            now += next;
+        }
+        assert_eq!(waits, [30, 60, 120, 240, 480, 600, 600, 600]);
+        // A success ends the wait.
+        w.failed(at(now));
+        w.done(&[]);
+        assert_eq!(w.ready(at(now)), ids(&["c"]));
+        // So does a new view, once it has settled.
+        w.failed(at(now));
+        w.observe(ids(&["a", "b", "c", "d"]), at(now + 1));
+        assert!(w.ready(at(now + 30)).is_empty());
+        assert_eq!(w.ready(at(now + 31)), ids(&["c", "d"]));
     }
 
     #[test]

@@ -62,6 +62,13 @@ pub(crate) async fn rebalance_loop(node: NetNode, after: Duration, rate: u64) {
         );
         if pass.failures == 0 {
             watch.done(&joined);
+        } else {
+            watch.failed(Instant::now());
+            tracing::warn!(
+                failures = pass.failures,
+                retry_in_s = watch.retry_at().map_or(0, |t| t.saturating_duration_since(Instant::now()).as_secs()),
+                "some fragments were not moved to joined nodes; the next pass waits"
+            );
         }
     }
 }

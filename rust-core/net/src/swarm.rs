@@ -289,8 +289,11 @@ pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, m
 }
 
 /// Refused incoming connections (a wrong or missing cluster key, a limit
-/// above): the first is logged at once, later ones as one summary line per
-/// [`Self::EVERY`], so a flood of dialers cannot flood the Flink log too.
+/// above, or a dialer that closed during the handshake — a TCP port probe,
+/// or a peer that dialed several of our addresses at once and kept the first
+/// that answered): the first is logged at once, later ones as one summary
+/// line per [`Self::EVERY`], so a flood of dialers cannot flood the Flink
+/// log too.
 #[derive(Default)]
 struct RefusedConnections {
     last_logged: Option<Instant>,
@@ -306,7 +309,7 @@ impl RefusedConnections {
             return;
         }
         let more = std::mem::take(&mut self.unlogged);
-        tracing::warn!(%from, %error, more_since_last_line = more, "refused an incoming connection (wrong or missing cluster key, or a connection limit)");
+        tracing::warn!(%from, %error, more_since_last_line = more, "refused an incoming connection (wrong or missing cluster key, a connection limit, or a dialer that closed during the handshake: a port probe, a duplicate dial)");
         self.last_logged = Some(Instant::now());
     }
 }

@@ -82,9 +82,18 @@ impl Client {
 
 /// Copies fragment `index` of `frags` from its holder to `to` and finishes
 /// it there; returns its cell bytes.
+///
+/// `to` may already keep a copy of this write: a node that comes back after
+/// its fragment was repaired elsewhere is a join, and placement often gives
+/// it back the very fragment it kept (its holder check drops the old copy
+/// only at its next pass), or an earlier move failed half way. Such a copy
+/// makes the new one's start fail ("already started"), so whatever `to`
+/// keeps of the write goes first — `to` holds nothing the newest revision
+/// names (checked by the caller).
 async fn copy_fragment(ctx: &Ctx, frags: &Fragments<'_>, index: usize, to: &NodeId) -> Result<u64> {
     let key = FragmentKey { path: frags.path.clone(), write_id: frags.write_id, index: index as u8 };
     let sources = FragmentSet { path: frags.path, write_id: frags.write_id, holders: frags.holders, codec: frags.codec };
+    ctx.transport.delete(to, &DeleteTarget::Write { path: frags.path.to_string(), write_id: frags.write_id }).await?;
     let mut sink = ctx.transport.open_fragment(to, frags.header(index)).await?;
     // (Collected first, as in repair: a closure inside the stream type trips
     // the higher-ranked `Send` check of spawned callers.)

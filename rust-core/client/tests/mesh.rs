@@ -493,6 +493,33 @@ fn repair_restores_full_redundancy() {
 }
 
 #[test]
+fn a_fragment_moves_back_to_a_holder_that_returned_with_its_old_copy() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(9, u64::MAX);
+        let c = client(&mesh, params(4, 2));
+        let data = payload(123_456, 8);
+        let man = write(&c, "obj", &data, 1 << 20).await;
+        let away = man.holders[2].clone();
+        mesh.kill(&away).unwrap();
+        assert_eq!(c.repair("obj").await.unwrap(), 1);
+        let repaired = c.find_manifest("obj").await.unwrap().unwrap();
+        assert_ne!(repaired.holders[2], away);
+        // Back with fragment 2 of the same write still stored (its holder
+        // check has not run): rebalancing gives it fragment 2 again.
+        mesh.revive(&away).unwrap();
+        let moved = c.move_fragments(repaired.clone(), &[(2, away.clone())]).await.unwrap();
+        assert!(moved.is_some(), "the move was skipped");
+        let now = c.find_manifest("obj").await.unwrap().unwrap();
+        assert_eq!(now.holders[2], away);
+        assert_eq!(now.revision, 2);
+        // Two other holders lost: the read needs the moved fragment.
+        mesh.kill(&now.holders[0]).unwrap();
+        mesh.kill(&now.holders[1]).unwrap();
+        assert_eq!(read(&c, "obj").await.unwrap(), data);
+    });
+}
+
+#[test]
 fn with_one_spare_node_for_two_lost_fragments_repair_keeps_the_one_it_rebuilt() {
     rt().block_on(async {
         let mesh = Mesh::in_memory(7, u64::MAX);

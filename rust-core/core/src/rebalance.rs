@@ -190,14 +190,23 @@ mod tests {
         }
     }
 
+    /// A watch started at `t0` with a 30 s settle time, seeing nodes a and b at 1 s.
+    fn watch_from_a_b() -> (JoinWatch, impl Fn(u64) -> Instant) {
+        let t0 = Instant::now();
+        let at = move |secs: u64| t0 + Duration::from_secs(secs);
+        let mut w = JoinWatch::new(t0, Duration::from_secs(30));
+        w.observe(node_ids(&["a", "b"]), at(1));
+        (w, at)
+    }
+
+    fn node_ids(names: &[&str]) -> Vec<NodeId> {
+        names.iter().map(|n| NodeId::from(*n)).collect()
+    }
+
     #[test]
     fn joins_are_ready_once_the_view_is_stable_and_the_start_s_view_is_no_join() {
-        let t0 = Instant::now();
-        let s = Duration::from_secs(30);
-        let at = |secs: u64| t0 + Duration::from_secs(secs);
-        let ids = |names: &[&str]| names.iter().map(|n| NodeId::from(*n)).collect::<Vec<_>>();
-        let mut w = JoinWatch::new(t0, s);
-        w.observe(ids(&["a", "b"]), at(1));
+        let (mut w, at) = watch_from_a_b();
+        let ids = node_ids;
         w.observe(ids(&["a", "b", "c"]), at(20));
         assert!(w.ready(at(100)).is_empty(), "found while the view filled in after the start");
         w.observe(ids(&["a", "b", "c", "d"]), at(100));
@@ -217,12 +226,8 @@ mod tests {
 
     #[test]
     fn a_failed_pass_waits_doubling_up_to_the_cap_and_a_new_view_or_a_success_ends_the_wait() {
-        let t0 = Instant::now();
-        let s = Duration::from_secs(30);
-        let at = |secs: u64| t0 + Duration::from_secs(secs);
-        let ids = |names: &[&str]| names.iter().map(|n| NodeId::from(*n)).collect::<Vec<_>>();
-        let mut w = JoinWatch::new(t0, s);
-        w.observe(ids(&["a", "b"]), at(1));
+        let (mut w, at) = watch_from_a_b();
+        let ids = node_ids;
         w.observe(ids(&["a", "b", "c"]), at(100));
         assert_eq!(w.ready(at(130)), ids(&["c"]));
         // Failed passes at 130, then whenever the watch allows the next: waits of 30, 60, 120, ... s.

@@ -206,30 +206,28 @@ mod tests {
     #[test]
     fn joins_are_ready_once_the_view_is_stable_and_the_start_s_view_is_no_join() {
         let (mut w, at) = watch_from_a_b();
-        let ids = node_ids;
-        w.observe(ids(&["a", "b", "c"]), at(20));
+        w.observe(node_ids(&["a", "b", "c"]), at(20));
         assert!(w.ready(at(100)).is_empty(), "found while the view filled in after the start");
-        w.observe(ids(&["a", "b", "c", "d"]), at(100));
+        w.observe(node_ids(&["a", "b", "c", "d"]), at(100));
         assert!(w.ready(at(129)).is_empty(), "the view changed 29 s ago");
         // A node that joins and leaves again before the view settles moves nothing.
-        w.observe(ids(&["a", "b", "c", "d", "e"]), at(110));
-        w.observe(ids(&["a", "b", "c", "d"]), at(115));
+        w.observe(node_ids(&["a", "b", "c", "d", "e"]), at(110));
+        w.observe(node_ids(&["a", "b", "c", "d"]), at(115));
         assert!(w.ready(at(140)).is_empty());
-        assert_eq!(w.ready(at(145)), ids(&["d"]));
-        w.done(&ids(&["d"]));
+        assert_eq!(w.ready(at(145)), node_ids(&["d"]));
+        w.done(&node_ids(&["d"]));
         assert!(w.ready(at(200)).is_empty());
         // A node that left and came back is a join again (its objects were repaired elsewhere).
-        w.observe(ids(&["a", "b", "c"]), at(300));
-        w.observe(ids(&["a", "b", "c", "d"]), at(310));
-        assert_eq!(w.ready(at(340)), ids(&["d"]));
+        w.observe(node_ids(&["a", "b", "c"]), at(300));
+        w.observe(node_ids(&["a", "b", "c", "d"]), at(310));
+        assert_eq!(w.ready(at(340)), node_ids(&["d"]));
     }
 
     #[test]
     fn a_failed_pass_waits_doubling_up_to_the_cap_and_a_new_view_or_a_success_ends_the_wait() {
         let (mut w, at) = watch_from_a_b();
-        let ids = node_ids;
-        w.observe(ids(&["a", "b", "c"]), at(100));
-        assert_eq!(w.ready(at(130)), ids(&["c"]));
+        w.observe(node_ids(&["a", "b", "c"]), at(100));
+        assert_eq!(w.ready(at(130)), node_ids(&["c"]));
         // Failed passes at 130, then whenever the watch allows the next: waits of 30, 60, 120, ... s.
         let mut now = 130;
         let mut waits = Vec::new();
@@ -237,7 +235,7 @@ mod tests {
             w.failed(at(now));
             let next = w.retry_at().unwrap().duration_since(at(now)).as_secs();
             assert!(w.ready(at(now + next - 1)).is_empty(), "ready before the wait of {next} s ended");
-            assert_eq!(w.ready(at(now + next)), ids(&["c"]));
+            assert_eq!(w.ready(at(now + next)), node_ids(&["c"]));
             waits.push(next);
             now += next;
         }
@@ -245,12 +243,12 @@ mod tests {
         // A success ends the wait.
         w.failed(at(now));
         w.done(&[]);
-        assert_eq!(w.ready(at(now)), ids(&["c"]));
+        assert_eq!(w.ready(at(now)), node_ids(&["c"]));
         // So does a new view, once it has settled.
         w.failed(at(now));
-        w.observe(ids(&["a", "b", "c", "d"]), at(now + 1));
+        w.observe(node_ids(&["a", "b", "c", "d"]), at(now + 1));
         assert!(w.ready(at(now + 30)).is_empty());
-        assert_eq!(w.ready(at(now + 31)), ids(&["c", "d"]));
+        assert_eq!(w.ready(at(now + 31)), node_ids(&["c", "d"]));
     }
 
     #[test]

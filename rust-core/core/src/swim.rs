@@ -26,7 +26,9 @@
 //!   O(log N) periods over the rings' random graph. An idle node sends one ping and one ack per period: membership
 //!   traffic per node does not grow with N.
 //! - **Anti-entropy.** A joining node asks its seeds for their full member
-//!   lists (`Sync`); every `sync_interval × max(1, N / 128)` a node swaps full
+//!   lists (`Sync`), then swaps full lists with other random members 1, 3, 7
+//!   and 15 s after the answer (a seed that was joining itself may not have
+//!   known everyone yet); every `sync_interval × max(1, N / 128)` a node swaps full
 //!   lists with one random member, which heals what gossip missed (the
 //!   interval grows with N so that the bytes per node and second do not).
 //!
@@ -67,6 +69,15 @@ pub type Millis = u64;
 
 /// How often a node that knows no live member asks its seeds again.
 const SEED_RETRY: Millis = 1_000;
+/// After its seed answered, a joining node swaps full lists with another
+/// random member this long later, then twice, four and eight times as long
+/// ([`CATCH_UP_SYNCS`] in all) before the regular anti-entropy rounds take over:
+/// a seed that was itself still joining (a mass start) may not have known
+/// every member yet, and the news of those that joined before it may have
+/// died out, so without these the joiner misses them until its first
+/// regular round, 30–60 s later.
+const CATCH_UP_SYNC: Millis = 1_000;
+const CATCH_UP_SYNCS: u32 = 4;
 
 
 /// One node's membership protocol (module docs).
@@ -90,6 +101,11 @@ pub struct Swim<M> {
     /// what it knows (its own refutations first) must not spread slower.
     next_gossip: Millis,
     last_sync: Millis,
+    /// The member of the last full-list swap this node asked for.
+    last_synced: Option<NodeId>,
+    /// Joining: the seeds' answer is awaited. Then the catch-up syncs done.
+    joining: bool,
+    catch_ups: Option<u32>,
     seeds: Vec<NodeId>,
     seeds_asked: Millis,
     relays: HashMap<u64, Relay>,
@@ -114,6 +130,9 @@ impl<M: Clone + PartialEq> Swim<M> {
             next_period: now,
             next_gossip: now,
             last_sync: now,
+            last_synced: None,
+            joining: false,
+            catch_ups: None,
             seeds: Vec::new(),
             seeds_asked: now,
             cfg,
@@ -153,6 +172,7 @@ impl<M: Clone + PartialEq> Swim<M> {
         let hello = self.my_update(Liveness::Alive);
         self.enqueue(hello);
         self.seeds = seeds.iter().filter(|s| **s != self.me).cloned().collect();
+        self.joining = !self.seeds.is_empty();
         self.ask_seeds();
     }
 
@@ -313,8 +333,12 @@ impl<M: Clone + PartialEq> Swim<M> {
         self.expire_suspicions(now);
         if now >= self.next_sync() {
             self.last_sync = now;
-            if let Some(to) = self.random_reachable(1, None).pop() {
+            self.catch_ups = self.catch_ups.map(|n| n + 1).filter(|n| *n < CATCH_UP_SYNCS);
+            // another member than the last one asked: a catch-up learns from a second view
+            let last = self.last_synced.take();
+            if let Some(to) = self.random_reachable(1, last.as_ref()).pop() {
                 let members = self.full_list();
+                self.last_synced = Some(to.clone());
                 self.send(to, Message::Sync { members, reply: true });
             }
         }
@@ -347,6 +371,13 @@ impl<M: Clone + PartialEq> Swim<M> {
             Message::Gossip { updates } => self.apply_all(updates, now),
             Message::Sync { members, reply } => {
                 self.apply_all(members, now);
+                if !reply && self.joining {
+                    // the seed's answer: the catch-up syncs start from now
+                    self.joining = false;
+                    self.catch_ups = Some(0);
+                    self.last_sync = now;
+                    self.last_synced = Some(from.clone());
+                }
                 if reply {
                     let members = self.full_list();
                     self.send(from, Message::Sync { members, reply: false });

@@ -5,6 +5,7 @@
 //! deletes it missed from the members greeting it.
 
 use std::sync::Arc;
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use fragstate_client::transport::Transport;
@@ -38,9 +39,28 @@ async fn until_all_see(nodes: &[&NetNode], n: usize, within: Duration) -> Durati
         if seen.iter().all(|s| *s == n) {
             return started.elapsed();
         }
-        assert!(started.elapsed() < within, "after {within:?} the nodes see {seen:?} live storage nodes, not {n} each");
+        assert!(started.elapsed() < within, "after {within:?} the nodes see {seen:?} live storage nodes, not {n} each: {}", missing(nodes));
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// For the nodes that miss storage nodes some other node sees live: which,
+/// and whether each still counts it up (a member it cannot reach: a dial
+/// failed or a connection broke) or down (not a member in its view).
+fn missing(nodes: &[&NetNode]) -> String {
+    let all: BTreeSet<_> = nodes.iter().flat_map(|x| x.live_nodes()).map(|i| i.id).collect();
+    let mut out = Vec::new();
+    for (i, x) in nodes.iter().enumerate() {
+        let live: BTreeSet<_> = x.live_nodes().into_iter().map(|i| i.id).collect();
+        for id in all.iter().filter(|id| !live.contains(*id) && *id != x.id()) {
+            let state = match x.down_since(id) {
+                None => "up but unreachable".to_string(),
+                Some(t) => format!("down for {:?}", t.elapsed()),
+            };
+            out.push(format!("node {i} misses {id} ({state})"));
+        }
+    }
+    out.join("; ")
 }
 
 async fn put(client: &Client, path: &str, data: &[u8]) {

@@ -239,6 +239,27 @@ fn a_node_whose_join_was_lost_asks_its_seed_again() {
     assert_eq!(net.liveness(1, 3), Some(Liveness::Alive));
 }
 
+/// A seed that was itself still joining (a mass start) may not know every
+/// member, and the news of those that joined before has died out by then:
+/// the joiner learns them from its catch-up syncs with other members within
+/// seconds, not at its first regular anti-entropy round 30–60 s later.
+#[test]
+fn a_node_that_joins_through_a_seed_that_misses_a_member_learns_it_within_seconds() {
+    let mut net = Net::joined(6);
+    net.run(20_000);
+    // node 3 has not heard of node 5 (yet)
+    net.nodes[3].members.remove(&id(5));
+    net.nodes[3].reachable_dirty = true;
+    let mut joiner = Swim::new(id(6), 6, 1, SwimConfig::default(), net.now, 13);
+    joiner.join(&[id(3)]);
+    net.nodes.push(joiner);
+    net.run(500);
+    assert_eq!(net.liveness(6, 5), None, "the seed's list lacked node 5");
+    net.run(1_500);
+    assert_eq!(net.liveness(6, 5), Some(Liveness::Alive), "the first catch-up sync, 1 s after the seed's answer");
+    assert_eq!(net.liveness(5, 6), Some(Liveness::Alive));
+}
+
 #[test]
 fn a_member_hinted_as_gone_is_probed_in_the_next_period() {
     let mut net = Net::joined(30);

@@ -7,8 +7,12 @@ use super::{Liveness, Member, Millis, Swim, Update};
 use crate::ids::NodeId;
 
 impl<M: Clone + PartialEq> Swim<M> {
-    /// Anti-entropy is due `sync_interval × max(1, N / 128)` after the last.
+    /// Anti-entropy is due `sync_interval × max(1, N / 128)` after the last;
+    /// a joined node's catch-up syncs come sooner (`CATCH_UP_SYNC`, doubling).
     pub(super) fn next_sync(&self) -> Millis {
+        if let Some(done) = self.catch_ups {
+            return self.last_sync + (super::CATCH_UP_SYNC << done);
+        }
         let n = self.members.len() as u64 + 1;
         self.last_sync + self.cfg.sync_interval * (n / 128).max(1)
     }

@@ -46,6 +46,7 @@
 //! Not built: Lifeguard's suspicion timeouts that shrink with independent
 //! confirmations, and its nacks.
 
+mod anti_entropy;
 mod broadcasts;
 mod config;
 mod health;
@@ -60,6 +61,7 @@ use crate::ids::NodeId;
 use crate::sample::Rng;
 use broadcasts::Broadcasts;
 use health::LocalHealth;
+use anti_entropy::SEED_RETRY;
 use probe::{Probe, Relay, CONNECT_PERIODS};
 pub use config::SwimConfig;
 pub use messages::{Event, Liveness, Member, Message, SwimStats, Update};
@@ -67,17 +69,6 @@ pub use messages::{Event, Liveness, Member, Message, SwimStats, Update};
 /// Milliseconds on the caller's monotonic clock.
 pub type Millis = u64;
 
-/// How often a node that knows no live member asks its seeds again.
-const SEED_RETRY: Millis = 1_000;
-/// After its seed answered, a joining node swaps full lists with another
-/// random member this long later, then twice, four and eight times as long
-/// ([`CATCH_UP_SYNCS`] in all) before the regular anti-entropy rounds take over:
-/// a seed that was itself still joining (a mass start) may not have known
-/// every member yet, and the news of those that joined before it may have
-/// died out, so without these the joiner misses them until its first
-/// regular round, 30–60 s later.
-const CATCH_UP_SYNC: Millis = 1_000;
-const CATCH_UP_SYNCS: u32 = 4;
 
 
 /// One node's membership protocol (module docs).
@@ -161,26 +152,6 @@ impl<M: Clone + PartialEq> Swim<M> {
     /// This node's id.
     pub fn id(&self) -> &NodeId {
         &self.me
-    }
-
-    /// Ask `seeds` for their member lists, and announce this node: to the
-    /// seeds in the request, to the rest by gossip (a seed's own gossip of a
-    /// newcomer can die out while few members know it, during a mass start).
-    /// Asked again every `SEED_RETRY` while this node knows no live member
-    /// (a request or its answer lost, a seed not up yet, everyone else gone).
-    pub fn join(&mut self, seeds: &[NodeId]) {
-        let hello = self.my_update(Liveness::Alive);
-        self.enqueue(hello);
-        self.seeds = seeds.iter().filter(|s| **s != self.me).cloned().collect();
-        self.joining = !self.seeds.is_empty();
-        self.ask_seeds();
-    }
-
-    fn ask_seeds(&mut self) {
-        for s in self.seeds.clone() {
-            let members = self.full_list();
-            self.send(s, Message::Sync { members, reply: true });
-        }
     }
 
     /// Announce a new `meta` (free capacity changed, new address).
@@ -331,17 +302,7 @@ impl<M: Clone + PartialEq> Swim<M> {
             self.gossip();
         }
         self.expire_suspicions(now);
-        if now >= self.next_sync() {
-            self.last_sync = now;
-            self.catch_ups = self.catch_ups.map(|n| n + 1).filter(|n| *n < CATCH_UP_SYNCS);
-            // another member than the last one asked: a catch-up learns from a second view
-            let last = self.last_synced.take();
-            if let Some(to) = self.random_reachable(1, last.as_ref()).pop() {
-                let members = self.full_list();
-                self.last_synced = Some(to.clone());
-                self.send(to, Message::Sync { members, reply: true });
-            }
-        }
+        self.sync_if_due(now);
     }
 
     /// A message from `from`.
@@ -369,20 +330,7 @@ impl<M: Clone + PartialEq> Swim<M> {
                 self.send(target, Message::Ping { seq: mine, updates });
             }
             Message::Gossip { updates } => self.apply_all(updates, now),
-            Message::Sync { members, reply } => {
-                self.apply_all(members, now);
-                if !reply && self.joining {
-                    // the seed's answer: the catch-up syncs start from now
-                    self.joining = false;
-                    self.catch_ups = Some(0);
-                    self.last_sync = now;
-                    self.last_synced = Some(from.clone());
-                }
-                if reply {
-                    let members = self.full_list();
-                    self.send(from, Message::Sync { members, reply: false });
-                }
-            }
+            Message::Sync { members, reply } => self.on_sync(now, from, members, reply),
         }
     }
 

@@ -11,7 +11,7 @@ impl<M: Clone + PartialEq> Swim<M> {
     /// a joined node's catch-up syncs come sooner (`CATCH_UP_SYNC`, doubling).
     pub(super) fn next_sync(&self) -> Millis {
         if let Some(done) = self.catch_ups {
-            return self.last_sync + (super::CATCH_UP_SYNC << done);
+            return self.last_sync + (super::anti_entropy::CATCH_UP_SYNC << done);
         }
         let n = self.members.len() as u64 + 1;
         self.last_sync + self.cfg.sync_interval * (n / 128).max(1)

@@ -45,9 +45,11 @@ impl<M: Clone + PartialEq> Swim<M> {
         }
         self.last_sync = now;
         self.catch_ups = self.catch_ups.map(|n| n + 1).filter(|n| *n < CATCH_UP_SYNCS);
-        // another member than the last one asked: a catch-up learns from a second view
+        // another member than the last one asked (a catch-up learns from a second
+        // view), unless that one is the only member left to ask
         let last = self.last_synced.take();
-        if let Some(to) = self.random_reachable(1, last.as_ref()).pop() {
+        let to = self.random_reachable(1, last.as_ref()).pop().or_else(|| last.filter(|l| self.reachable().contains(l)));
+        if let Some(to) = to {
             let members = self.full_list();
             self.last_synced = Some(to.clone());
             self.send(to, Message::Sync { members, reply: true });

@@ -260,6 +260,29 @@ fn a_node_that_joins_through_a_seed_that_misses_a_member_learns_it_within_second
     assert_eq!(net.liveness(5, 6), Some(Liveness::Alive));
 }
 
+/// The catch-up asks another member than the last one, but a node that knows
+/// only its seed asks the seed again rather than nobody.
+#[test]
+fn a_catch_up_sync_goes_to_the_seed_when_it_is_the_only_member() {
+    let mut net = Net::joined(2);
+    net.run(10);
+    assert_eq!(net.nodes[1].last_synced, Some(id(0)), "the seed answered");
+    let start = net.now;
+    let mut syncs = 0;
+    while net.now < start + 1_100 {
+        net.now += 1;
+        let now = net.now;
+        net.nodes[1].tick(now);
+        while let Some((to, msg)) = net.nodes[1].poll_send() {
+            if matches!(msg, Message::Sync { reply: true, .. }) {
+                assert_eq!(to, id(0));
+                syncs += 1;
+            }
+        }
+    }
+    assert_eq!(syncs, 1, "the first catch-up sync, 1 s after the seed's answer");
+}
+
 #[test]
 fn a_member_hinted_as_gone_is_probed_in_the_next_period() {
     let mut net = Net::joined(30);

@@ -61,15 +61,13 @@ use crate::ids::NodeId;
 use crate::sample::Rng;
 use broadcasts::Broadcasts;
 use health::LocalHealth;
-use anti_entropy::SEED_RETRY;
+use anti_entropy::{SyncPhase, SEED_RETRY};
 use probe::{Probe, Relay, CONNECT_PERIODS};
 pub use config::SwimConfig;
 pub use messages::{Event, Liveness, Member, Message, SwimStats, Update};
 
 /// Milliseconds on the caller's monotonic clock.
 pub type Millis = u64;
-
-
 
 /// One node's membership protocol (module docs).
 pub struct Swim<M> {
@@ -94,9 +92,7 @@ pub struct Swim<M> {
     last_sync: Millis,
     /// The member of the last full-list swap this node asked for.
     last_synced: Option<NodeId>,
-    /// Joining: the seeds' answer is awaited. Then the catch-up syncs done.
-    joining: bool,
-    catch_ups: Option<u32>,
+    sync_phase: SyncPhase,
     seeds: Vec<NodeId>,
     seeds_asked: Millis,
     relays: HashMap<u64, Relay>,
@@ -122,8 +118,7 @@ impl<M: Clone + PartialEq> Swim<M> {
             next_gossip: now,
             last_sync: now,
             last_synced: None,
-            joining: false,
-            catch_ups: None,
+            sync_phase: SyncPhase::Regular,
             seeds: Vec::new(),
             seeds_asked: now,
             cfg,

@@ -4,8 +4,8 @@
 //! that leaves is known gone at once, and a node that was away gets the
 //! deletes it missed from the members greeting it.
 
-use std::sync::Arc;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fragstate_client::transport::Transport;

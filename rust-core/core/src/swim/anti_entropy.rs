@@ -17,6 +17,17 @@ pub(super) const SEED_RETRY: Millis = 1_000;
 pub(super) const CATCH_UP_SYNC: Millis = 1_000;
 const CATCH_UP_SYNCS: u32 = 4;
 
+/// Where a node is in its full-list exchanges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SyncPhase {
+    /// Joined through seeds whose answer has not come yet.
+    Joining,
+    /// The seeds answered; this many catch-up syncs are done.
+    CatchUp(u32),
+    /// Every `sync_interval × max(1, N / 128)`.
+    Regular,
+}
+
 impl<M: Clone + PartialEq> Swim<M> {
     /// Ask `seeds` for their member lists, and announce this node: to the
     /// seeds in the request, to the rest by gossip (a seed's own gossip of a
@@ -27,7 +38,9 @@ impl<M: Clone + PartialEq> Swim<M> {
         let hello = self.my_update(Liveness::Alive);
         self.enqueue(hello);
         self.seeds = seeds.iter().filter(|s| **s != self.me).cloned().collect();
-        self.joining = !self.seeds.is_empty();
+        if !self.seeds.is_empty() {
+            self.sync_phase = SyncPhase::Joining;
+        }
         self.ask_seeds();
     }
 
@@ -44,7 +57,9 @@ impl<M: Clone + PartialEq> Swim<M> {
             return;
         }
         self.last_sync = now;
-        self.catch_ups = self.catch_ups.map(|n| n + 1).filter(|n| *n < CATCH_UP_SYNCS);
+        if let SyncPhase::CatchUp(done) = self.sync_phase {
+            self.sync_phase = if done + 1 < CATCH_UP_SYNCS { SyncPhase::CatchUp(done + 1) } else { SyncPhase::Regular };
+        }
         // another member than the last one asked (a catch-up learns from a second
         // view), unless that one is the only member left to ask
         let last = self.last_synced.take();
@@ -59,10 +74,9 @@ impl<M: Clone + PartialEq> Swim<M> {
     /// A full list from `from`: a request to answer with this node's, or an answer.
     pub(super) fn on_sync(&mut self, now: Millis, from: NodeId, members: Vec<Update<M>>, reply: bool) {
         self.apply_all(members, now);
-        if !reply && self.joining {
+        if !reply && self.sync_phase == SyncPhase::Joining {
             // the seed's answer: the catch-up syncs start from now
-            self.joining = false;
-            self.catch_ups = Some(0);
+            self.sync_phase = SyncPhase::CatchUp(0);
             self.last_sync = now;
             self.last_synced = Some(from.clone());
         }

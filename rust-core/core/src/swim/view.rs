@@ -10,7 +10,7 @@ impl<M: Clone + PartialEq> Swim<M> {
     /// Anti-entropy is due `sync_interval × max(1, N / 128)` after the last;
     /// a joined node's catch-up syncs come sooner (`CATCH_UP_SYNC`, doubling).
     pub(super) fn next_sync(&self) -> Millis {
-        if let Some(done) = self.catch_ups {
+        if let super::anti_entropy::SyncPhase::CatchUp(done) = self.sync_phase {
             return self.last_sync + (super::anti_entropy::CATCH_UP_SYNC << done);
         }
         let n = self.members.len() as u64 + 1;

@@ -73,13 +73,12 @@ impl ObjectWriter {
         if p.shared_domains {
             tracing::warn!(path, k = params.k(), m = params.m(), "fewer failure domains than fragments: some fragments share a domain");
         }
-        let buf = ctx.stripe_buffers.take(codec.buffer_capacity());
         let mut w = ObjectWriter {
             ctx,
             path: Arc::from(path),
             write_id: uuid::Uuid::new_v4().as_u128(),
             created_unix_ms,
-            buf,
+            buf: BytesMut::new(),
             codec,
             overwrite,
             holders: p.nodes.into_iter().map(|n| n.id).collect(),
@@ -156,6 +155,11 @@ impl ObjectWriter {
         self.check_open()?;
         let stripe_len = self.codec.params().stripe_data_len() as usize;
         while !data.is_empty() {
+            if self.buf.capacity() == 0 {
+                // Taken when bytes arrive, not when the last stripe leaves:
+                // the last flush of an object takes none it would not use.
+                self.buf = self.ctx.stripe_buffers.take(self.codec.buffer_capacity());
+            }
             let take = data.len().min(stripe_len - self.buf.len());
             self.buf.extend_from_slice(&data[..take]);
             data = &data[take..];
@@ -183,8 +187,7 @@ impl ObjectWriter {
                 ),
             ));
         }
-        let next = self.ctx.stripe_buffers.take(self.codec.buffer_capacity());
-        let full = std::mem::replace(&mut self.buf, next);
+        let full = std::mem::take(&mut self.buf);
         if let Some(a) = &self.ctx.adaptive {
             a.offer_sample(&full);
         }

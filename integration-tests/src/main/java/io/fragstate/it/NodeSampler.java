@@ -34,6 +34,20 @@ final class NodeSampler {
                     rssBytes, fds, fragmentFds, fdSoftLimit, tombstones, tombstoneFileBytes, storeBytes, fragments,
                     manifestsDeleted, heapBytes);
         }
+
+        /** A line written by {@link #csv()}: a committed run's samples, read back to check its verdict. */
+        static NodeSample parse(String line) {
+            String[] f = line.split(",", -1);
+            if (f.length != 13) {
+                throw new IllegalArgumentException("a nodes.csv line has 13 fields, got " + f.length + ": " + line);
+            }
+            long[] n = new long[13];
+            for (int i = 2; i < 13; i++) {
+                n[i] = Long.parseLong(f[i]);
+            }
+            return new NodeSample(Double.parseDouble(f[0]), f[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8], n[9],
+                    n[10], n[11], n[12]);
+        }
     }
 
     private final ServiceStack stack;

@@ -25,7 +25,7 @@ record SoakPlan(int minutes, Duration killEvery, Duration sampleEvery, long minD
     /** Issue 10's delete target for a 60-minute run. */
     static final long ISSUE_DELETES = 500_000;
 
-    /** Runs this long or longer compare the last 10 minutes with minutes 10-20. */
+    /** Runs this long or longer compare the last 10 minutes with the 10 minutes after warm-up. */
     static final int MIN_MINUTES_FOR_WINDOWS = 30;
 
     static SoakPlan parse(String[] args, Path repo) {

@@ -35,6 +35,9 @@ final class SoakReport {
                 "sampleEverySeconds", plan.sampleEvery().toSeconds(), "minObjectsDeleted", plan.minDeletes(),
                 "parallelism", plan.parallelism(), "taskManagers", plan.taskManagers()));
         doc.put("checks", verdict.checks);
+        if (!Double.isNaN(verdict.baselineFrom)) {
+            doc.put("growthBaselineFromMinute", verdict.baselineFrom);
+        }
         doc.put("windows", verdict.windows);
         doc.put("figures", figures);
         doc.put("logs", Map.of("unexpected", logs.unexpected(), "expectedPerRule", logs.expected(),
@@ -101,8 +104,11 @@ final class SoakReport {
             md.append('\n');
         });
         if (!v.windows.isEmpty()) {
-            md.append("\n## Growth: last 10 minutes vs minutes 10-20 (mean of the samples; counted heap: lowest sample)\n\n"
-                    + "| node | series | minutes 10-20 | last 10 | allowed | result |\n| --- | --- | --- | --- | --- | --- |\n");
+            String baseline = String.format(Locale.ROOT, "minutes %.0f-%.0f", v.baselineFrom, v.baselineFrom + 10);
+            md.append("\n## Growth: last 10 minutes vs ").append(baseline)
+                    .append(" (after warm-up; mean of the samples, counted heap: lowest sample)\n\n")
+                    .append("| node | series | ").append(baseline)
+                    .append(" | last 10 | allowed | result |\n| --- | --- | --- | --- | --- | --- |\n");
             v.windows.forEach(w -> md.append(String.format(Locale.ROOT, "| %s | %s | %.0f | %.0f | %.0f | %s |%n",
                     w.node(), w.series(), w.baseline(), w.last(), w.allowed(), w.passed() ? "pass" : "**FAIL**")));
         }

@@ -2,6 +2,8 @@ package io.fragstate.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -38,7 +40,7 @@ class SoakVerdictTest {
         assertThat(v.passed()).as("%s", v.checks).isTrue();
         assertThat(v.windows).extracting(SoakVerdict.Window::node)
                 .containsExactlyInAnyOrder("tm-2 (pid 300)", "tm-3 (pid 400)", "all nodes");
-        assertThat(v.checks.get(0).detail()).contains("2 of 4 processes not alive in both windows");
+        assertThat(v.checks.get(0).detail()).contains("2 of 4 processes not up from before the baseline to the end");
     }
 
     @Test
@@ -108,5 +110,69 @@ class SoakVerdictTest {
         SoakVerdict v = verdict(samples);
         assertThat(v.passed()).as("%s", v.windows).isTrue();
         assertThat(v.windows).extracting(SoakVerdict.Window::node).contains("all nodes");
+    }
+
+    /** Tombstones of {@code node} filling linearly to 60,000 by minute {@code fullAt}, then flat; heap follows them. */
+    private static void filling(List<NodeSampler.NodeSample> out, String node, int fullAt, long heapGrowthAfter) {
+        long mb = 1L << 20;
+        for (int minute = 0; minute < 61; minute++) {
+            long tombstones = 60_000L * Math.min(minute, fullAt) / fullAt;
+            long heap = 10 * mb + tombstones * 500 + (minute > fullAt ? heapGrowthAfter * (minute - fullAt) : 0);
+            out.add(new NodeSampler.NodeSample(minute, node, 3, -1, -1, -1, -1, tombstones, -1, -1, -1, -1, heap));
+        }
+    }
+
+    @Test
+    void theBaselineStartsWhenTheTombstoneSetsAreFull() {
+        List<NodeSampler.NodeSample> samples = new ArrayList<>();
+        filling(samples, "tm-1", 24, 0); // a slow run: the sets fill at minute 24 (30 MB of heap with them)
+        SoakVerdict v = verdict(samples);
+        assertThat(v.baselineFrom).isEqualTo(24);
+        assertThat(v.passed()).as("%s", v.windows).isTrue();
+        assertThat(v.checks.get(0).detail()).startsWith("baseline minutes 24.0-34.0 (the tombstone sets were full then)");
+
+        assertThat(v.windows).filteredOn(w -> w.series().equals("heap_bytes")).extracting(SoakVerdict.Window::baseline)
+                .as("the baseline holds the full sets' heap").containsOnly((double) (10L << 20) + 60_000 * 500);
+
+        List<NodeSampler.NodeSample> leaking = new ArrayList<>();
+        filling(leaking, "tm-1", 24, 1L << 20); // after warm-up the heap still grows by 1 MiB a minute
+        v = verdict(leaking);
+        assertThat(v.passed()).isFalse();
+        assertThat(v.windows).filteredOn(w -> !w.passed()).extracting(SoakVerdict.Window::series)
+                .containsOnly("heap_bytes");
+    }
+
+    @Test
+    void aRunTooShortToCompareAfterWarmUpFailsAndSaysHowLongItNeeds() {
+        List<NodeSampler.NodeSample> samples = new ArrayList<>();
+        filling(samples, "tm-1", 45, 0);
+        SoakVerdict v = verdict(samples);
+        assertThat(v.passed()).isFalse();
+        assertThat(v.windows).isEmpty();
+        assertThat(v.checks.get(0).detail()).contains("full at minute 45.0").contains("at least 65 minutes");
+    }
+
+    /** The committed samples of the soak run in {@code dir} under integration-tests/soak/results. */
+    private static List<NodeSampler.NodeSample> committedRun(String dir) throws IOException {
+        List<String> lines = Files.readAllLines(Path.of("soak", "results", dir, "nodes.csv"));
+        assertThat(lines.get(0)).isEqualTo(NodeSampler.NodeSample.CSV_HEADER);
+        return lines.stream().skip(1).map(NodeSampler.NodeSample::parse).toList();
+    }
+
+    @Test
+    void theCommittedRunsStillJudgeTheJobManagersHeapGrowthAsBefore() throws IOException {
+        // 90 minutes with the JobManager's heap growth (fixed in commit 7255e34): still caught.
+        SoakVerdict before = new SoakVerdict();
+        before.compareWindows(new SoakPlan(90, Duration.ofMinutes(10), Duration.ofMinutes(1), 0, 16, 4,
+                Path.of("unused")), committedRun("2026-12-05-90min-swim-rebalancing"));
+        assertThat(before.windows).filteredOn(w -> !w.passed())
+                .extracting(w -> w.node().replaceAll(" \\(pid \\d+\\)", "") + " " + w.series())
+                .contains("jobmanager heap_bytes");
+
+        // 60 minutes after the fix, at a slower delete rate: flat once the tombstone sets were full.
+        SoakVerdict after = new SoakVerdict();
+        after.compareWindows(PLAN, committedRun("2026-12-06-60min-swim-heap-fix"));
+        assertThat(after.baselineFrom).isBetween(20.0, 26.0);
+        assertThat(after.passed()).as("%s", after.windows).isTrue();
     }
 }

@@ -12,6 +12,7 @@
 //! - [`restore_model`]: the predicted restore time of coding parameters over measured holders, and adaptive mode's choice of them.
 //! - [`adaptive`]: adaptive mode's phase decisions and which holders take data fragments.
 //! - [`delete`]: what a delete removes on a node.
+//! - [`dir_index`]: a directory's children as last-writer-wins entries (the directory index's rules; not wired in yet).
 //! - [`version`]: how the versions of one path are ordered (overwrites).
 //! - [`sample`]: deterministic bytes for tests and benchmarks.
 //! - [`heap`]: live heap bytes of the process (a counting global allocator).
@@ -51,6 +52,7 @@
 pub mod adaptive;
 pub mod codec;
 pub mod delete;
+pub mod dir_index;
 pub mod error;
 pub mod format;
 pub mod heap;

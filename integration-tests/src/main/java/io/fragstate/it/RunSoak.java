@@ -71,7 +71,7 @@ public final class RunSoak {
             logs = LogScan.scan(runner.runDir(), loop.recoveries.stream().map(tl -> tl.killAtMs).toList());
         }
         SoakVerdict verdict = SoakVerdict.of(plan, result, loop, logs, failure);
-        SoakReport.write(plan, scenario, result, loop, logs, verdict);
+        SoakReport.write(plan, scenario, result, loop, logs, verdict, BuildInfo.of(repo));
         System.out.println();
         verdict.checks.forEach(c -> System.out.printf("%-45s %-4s %s%n", c.name(), c.passed() ? "ok" : "FAIL", c.detail()));
         System.out.println("soak " + (verdict.passed() ? "PASSED" : "FAILED") + "; results in " + plan.out());

@@ -20,7 +20,7 @@ final class SoakReport {
     private SoakReport() {}
 
     static void write(SoakPlan plan, Scenario scenario, ScenarioRunner.Result result, SoakLoop loop,
-            LogScan.Findings logs, SoakVerdict verdict) throws IOException {
+            LogScan.Findings logs, SoakVerdict verdict, BuildInfo build) throws IOException {
         Files.createDirectories(plan.out());
         List<String> nodes = new ArrayList<>(List.of(NodeSampler.NodeSample.CSV_HEADER));
         loop.nodeSamples.forEach(s -> nodes.add(s.csv()));
@@ -45,9 +45,10 @@ final class SoakReport {
         doc.put("recoveries", loop.recoveries.stream().map(Report::timeline).toList());
         doc.put("flinkConfig", scenario.flinkConfig());
         doc.put("simulation", scenario.simulation());
+        doc.put("build", build.asMap());
         doc.put("runDir", result.runDir);
         new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(plan.out().resolve("summary.json").toFile(), doc);
-        Files.writeString(plan.out().resolve("RESULTS.md"), markdown(plan, scenario, loop, verdict, figures));
+        Files.writeString(plan.out().resolve("RESULTS.md"), markdown(plan, scenario, loop, verdict, figures, build));
         Report.step("soak results written to " + plan.out());
     }
 
@@ -77,13 +78,14 @@ final class SoakReport {
         return f;
     }
 
-    private static String markdown(SoakPlan plan, Scenario scenario, SoakLoop loop, SoakVerdict v, Map<String, Object> f) {
+    private static String markdown(SoakPlan plan, Scenario scenario, SoakLoop loop, SoakVerdict v, Map<String, Object> f,
+            BuildInfo build) {
         StringBuilder md = new StringBuilder();
         md.append("# Soak ").append(v.passed() ? "PASSED" : "FAILED").append("\n\n");
         md.append(String.format(Locale.ROOT, "%d min, kill -9 of a TaskManager every %d s, a sample every %d s;"
-                + " %d TaskManagers + JobManager + 2 standalone nodes, parallelism %d; %s.%n%n", plan.minutes(),
+                + " %d TaskManagers + JobManager + 2 standalone nodes, parallelism %d; %s; %s.%n%n", plan.minutes(),
                 plan.killEvery().toSeconds(), plan.sampleEvery().toSeconds(), plan.taskManagers(), plan.parallelism(),
-                scenario.description()));
+                scenario.description(), build.describe()));
         md.append("| check | result | detail |\n| --- | --- | --- |\n");
         v.checks.forEach(c -> md.append("| ").append(c.name()).append(" | ").append(c.passed() ? "pass" : "**FAIL**")
                 .append(" | ").append(c.detail().replace("|", "\\|")).append(" |\n"));

@@ -3,7 +3,8 @@
 //! `D/` can be answered by the `k + m` nodes a reader asks first for `D/`,
 //! instead of by every node (NETWORK.md, "What still goes to every node": the
 //! plan). Not wired into the nodes and clients yet; this is the part with no
-//! I/O, so its rules are tested here.
+//! I/O, so its rules are tested here. How many holders a change must reach
+//! and a reader must hear: [`quorum`].
 //!
 //! Directories are implicit, as in the Flink file system above: `D/` exists
 //! while some object lies below it. An object at `a/b/c` therefore makes three
@@ -35,6 +36,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::version::WriteVersion;
+
+#[cfg(test)]
+mod model;
+pub mod quorum;
 
 /// The (directory, child name) entries an object at `path` makes present:
 /// its own name in its parent, and each ancestor directory's name with a
@@ -184,6 +189,7 @@ impl DirIndex {
 
 #[cfg(test)]
 mod tests {
+    use super::model;
     use super::*;
     use proptest::prelude::*;
     use std::collections::{BTreeSet, HashMap};
@@ -252,43 +258,6 @@ mod tests {
         assert!(d.contains("live"));
     }
 
-    /// What a test cluster does to its objects.
-    #[derive(Clone, Debug)]
-    enum Op {
-        /// Writes (or overwrites) the object at this path.
-        Write(String),
-        /// Deletes the object at this path, as a client does: it finds the
-        /// newest version first and removes up to it.
-        Delete(String),
-        /// Deletes everything below this directory (a recursive delete walks
-        /// the index and deletes each object it finds).
-        DeleteBelow(String),
-    }
-
-    fn path() -> impl Strategy<Value = String> {
-        proptest::collection::vec(prop_oneof!["a", "b", "c"], 1..4).prop_map(|parts| format!("r/{}", parts.join("/")))
-    }
-
-    fn op() -> impl Strategy<Value = Op> {
-        prop_oneof![
-            3 => path().prop_map(Op::Write),
-            2 => path().prop_map(Op::Delete),
-            1 => path().prop_map(Op::DeleteBelow),
-        ]
-    }
-
-    /// The children of `dir` from a scan of the objects: what a listing answers today.
-    fn scanned(objects: &BTreeMap<String, WriteVersion>, dir: &str) -> BTreeSet<String> {
-        objects
-            .keys()
-            .filter_map(|p| p.strip_prefix(dir))
-            .map(|rest| match rest.split_once('/') {
-                Some((name, _)) => format!("{name}/"),
-                None => rest.to_string(),
-            })
-            .collect()
-    }
-
     /// The children of `dir` from the indexes, each subdirectory checked against its own index.
     fn indexed(indexes: &HashMap<String, DirIndex>, dir: &str) -> BTreeSet<String> {
         let Some(d) = indexes.get(dir) else { return BTreeSet::new() };
@@ -308,35 +277,13 @@ mod tests {
         /// lists, in every directory.
         #[test]
         fn the_indexes_list_what_a_scan_of_the_objects_lists(
-            ops in proptest::collection::vec(op(), 1..60),
+            ops in proptest::collection::vec(model::op(), 1..60),
             shuffle in proptest::collection::vec(any::<u64>(), 200),
             repeats in proptest::collection::vec(any::<bool>(), 200),
         ) {
             let mut objects: BTreeMap<String, WriteVersion> = BTreeMap::new();
-            let mut changes: Vec<(String, String, Change)> = Vec::new();
-            for (t, op) in ops.iter().enumerate() {
-                let deletes: Vec<String> = match op {
-                    Op::Write(p) => {
-                        // Paths are files or directories, never both (the file system refuses it).
-                        let clash = objects.keys().any(|o| o.starts_with(&format!("{p}/")) || p.starts_with(&format!("{o}/")));
-                        if !clash {
-                            let version = WriteVersion { created_unix_ms: 100 + t as u64, write_id: t as u128 };
-                            objects.insert(p.clone(), version);
-                            for (dir, name) in entries_of(p) {
-                                changes.push((dir.to_string(), name, Change::Add(version)));
-                            }
-                        }
-                        Vec::new()
-                    }
-                    Op::Delete(p) => objects.get_key_value(p).map(|(p, _)| p.clone()).into_iter().collect(),
-                    Op::DeleteBelow(p) => objects.keys().filter(|o| o.starts_with(&format!("{p}/"))).cloned().collect(),
-                };
-                for p in deletes {
-                    let version = objects.remove(&p).expect("deleting an object that exists");
-                    let (dir, name) = entries_of(&p).into_iter().next().expect("an object path has a parent");
-                    changes.push((dir.to_string(), name, Change::Remove(version)));
-                }
-            }
+            let changes: Vec<(String, String, Change)> =
+                ops.iter().enumerate().flat_map(|(t, op)| model::apply(&mut objects, op, t)).collect();
             // Holder one receives the changes in order, holder two shuffled and some twice.
             let mut one: HashMap<String, DirIndex> = HashMap::new();
             for (dir, name, c) in &changes {
@@ -365,7 +312,7 @@ mod tests {
             let mut dirs: BTreeSet<String> = one.keys().cloned().collect();
             dirs.insert("r/".to_string());
             for dir in dirs {
-                prop_assert_eq!(indexed(&one, &dir), scanned(&objects, &dir), "children of {}", dir);
+                prop_assert_eq!(indexed(&one, &dir), model::scanned(&objects, &dir), "children of {}", dir);
             }
         }
     }

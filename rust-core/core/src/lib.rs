@@ -12,7 +12,7 @@
 //! - [`restore_model`]: the predicted restore time of coding parameters over measured holders, and adaptive mode's choice of them.
 //! - [`adaptive`]: adaptive mode's phase decisions and which holders take data fragments.
 //! - [`delete`]: what a delete removes on a node.
-//! - [`dir_index`]: a directory's children as last-writer-wins entries (the directory index's rules; not wired in yet).
+//! - [`dir_index`]: a directory's children as last-writer-wins entries, and the quorums that keep a reader from missing a change (the directory index's rules; not wired in yet).
 //! - [`version`]: how the versions of one path are ordered (overwrites).
 //! - [`sample`]: deterministic bytes for tests and benchmarks.
 //! - [`heap`]: live heap bytes of the process (a counting global allocator).

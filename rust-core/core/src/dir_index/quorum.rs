@@ -1,0 +1,272 @@
+//! How many of a directory's index holders a change must reach and a reader
+//! must hear, so that a reader never misses a change that counted as done —
+//! through holders that were down, holders replaced after joins and leaves,
+//! and records started late (NETWORK.md, directory index: "Quorums"). No I/O.
+//!
+//! A directory's index lives on its `k + m` holders (the first candidates for
+//! its path). A change (an add or a remove) counts as done once
+//! [`change_acks`] = `m + 1` holders acknowledged it (a directory's birth once
+//! [`birth_acks`] = `k` did). A holder's
+//! [`Record`] of a directory is *complete* while it holds every change that
+//! reached it since the directory began: it was created when the directory
+//! was born ([`Records::create`]) or filled from a settled read
+//! ([`Records::fill`]), and the holder has kept it since without a restart,
+//! without being declared dead and without leaving the directory's holders
+//! ([`Records::forget_completeness`]). A change that finds no record starts a
+//! *partial* one: its entries count, its answer does not.
+//!
+//! A reader merges every answer and trusts the merge once `k` answers were
+//! complete ([`settle`]). Why `k` suffice: a done change reached `m + 1` holders
+//! of the set at the time. Each of them that has since left the set left a
+//! newcomer, whose record is partial until filled from a settled read (which
+//! then holds the change); a holder that restarted or was declared dead counts
+//! as a newcomer. So of today's `k + m` holders, the complete ones that miss
+//! the change are among the holders of that time that missed it — at most
+//! `k - 1` — and any `k` complete answers include one that has it. The
+//! argument needs the writer and the holders to agree on the directory's
+//! holders when the change is made (views converged): a holder that the writer
+//! did not count but that counts itself complete could miss a change.
+
+use std::collections::BTreeMap;
+
+use super::{Change, DirIndex};
+
+/// Acknowledgements a change needs from the directory's `k + m` holders: `m + 1`.
+pub fn change_acks(m: usize) -> usize {
+    m + 1
+}
+
+/// Acknowledgements a directory's birth needs: `k`, so that reads can settle
+/// from the start (for the argument above a birth is a change like any other;
+/// with fewer, the directory's reads fall back to every node until enough
+/// holders are filled).
+pub fn birth_acks(k: usize) -> usize {
+    k
+}
+
+/// One holder's record of a directory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Record {
+    /// The entries it holds.
+    pub index: DirIndex,
+    /// Whether it holds every change that reached this holder since the directory began.
+    pub complete: bool,
+}
+
+/// What one holder answers for a directory: its record, or none.
+pub type Answer = Option<Record>;
+
+/// The records one holder keeps, by directory.
+#[derive(Clone, Debug, Default)]
+pub struct Records {
+    dirs: BTreeMap<String, Record>,
+}
+
+impl Records {
+    /// A change from a writer; a directory with no record here starts a partial one.
+    pub fn apply(&mut self, dir: &str, name: &str, change: Change) -> bool {
+        self.dirs.entry(dir.to_string()).or_default().index.apply(name, change)
+    }
+
+    /// The directory was born (a writer found it absent from its parent's
+    /// settled index): the record is complete, keeping changes that came first.
+    pub fn create(&mut self, dir: &str) {
+        self.dirs.entry(dir.to_string()).or_default().complete = true;
+    }
+
+    /// Fills the record from a settled read (repair, a newcomer, after a restart); complete.
+    pub fn fill(&mut self, dir: &str, settled: &DirIndex) {
+        let r = self.dirs.entry(dir.to_string()).or_default();
+        r.index.merge(settled);
+        r.complete = true;
+    }
+
+    /// After a restart, after this holder learned it was declared dead, or
+    /// for a directory it no longer holds: it may have missed changes others
+    /// counted as done, so none of its records answers as complete.
+    pub fn forget_completeness(&mut self, mut of_dir: impl FnMut(&str) -> bool) {
+        self.dirs.iter_mut().filter(|(d, _)| of_dir(d)).for_each(|(_, r)| r.complete = false);
+    }
+
+    /// This holder's answer for `dir`.
+    pub fn answer(&self, dir: &str) -> Answer {
+        self.dirs.get(dir).cloned()
+    }
+}
+
+/// What a reader makes of the answers of a directory's holders.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Settled {
+    /// Every done change is in this merge of the answers.
+    Index(DirIndex),
+    /// Too few complete answers: ask every node, as without an index.
+    Unsettled {
+        /// Complete answers received.
+        complete: usize,
+        /// Complete answers needed (`k`).
+        needed: usize,
+    },
+}
+
+/// Merges `answers` (one per holder that answered); settled once `k` were complete.
+pub fn settle(answers: impl IntoIterator<Item = Answer>, k: usize) -> Settled {
+    let mut merged = DirIndex::default();
+    let mut complete = 0;
+    for r in answers.into_iter().flatten() {
+        merged.merge(&r.index);
+        complete += usize::from(r.complete);
+    }
+    if complete >= k {
+        Settled::Index(merged)
+    } else {
+        Settled::Unsettled { complete, needed: k }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dir_index::model::{self, Op};
+    use crate::dir_index::entries_of;
+    use proptest::prelude::*;
+    use std::collections::{BTreeSet, HashSet};
+
+    const K: usize = 4;
+    const M: usize = 2;
+
+    /// Something that happens to a directory's holders between the object operations.
+    #[derive(Clone, Debug)]
+    enum Event {
+        Op(Op),
+        /// The holder in this slot leaves; a newcomer takes its place, filled
+        /// from a settled read when the flag is set.
+        Replace(usize, bool),
+        /// The holder in this slot restarts (or learns it was declared dead),
+        /// refilled from a settled read when the flag is set.
+        Restart(usize, bool),
+        /// A holder that left comes back (the view changed back) and takes
+        /// this slot; the one there leaves.
+        Return(usize, usize, bool),
+    }
+
+    fn event() -> impl Strategy<Value = Event> {
+        prop_oneof![
+            8 => model::op().prop_map(Event::Op),
+            1 => (0..K + M, any::<bool>()).prop_map(|(s, f)| Event::Replace(s, f)),
+            1 => (0..K + M, any::<bool>()).prop_map(|(s, f)| Event::Restart(s, f)),
+            1 => (0..K + M, any::<usize>(), any::<bool>()).prop_map(|(s, d, f)| Event::Return(s, d, f)),
+        ]
+    }
+
+    /// Settles `dir` from the holders in `answering`.
+    fn read(holders: &[Records], answering: &[usize], dir: &str) -> Settled {
+        settle(answering.iter().map(|&s| holders[s].answer(dir)), K)
+    }
+
+    proptest! {
+        /// Each change reaches a random `m + 1` or more of the directory's
+        /// holders; holders are replaced and restarted in between; a read
+        /// that settles from any holders that answer holds every done change.
+        #[test]
+        fn a_settled_read_holds_every_done_change(
+            events in proptest::collection::vec(event(), 1..80),
+            reach in proptest::collection::vec(proptest::collection::vec(any::<bool>(), K + M), 400),
+            answering in proptest::collection::vec(proptest::collection::vec(proptest::bool::weighted(0.9), K + M), 400),
+        ) {
+            // One holder set for every directory (placement is not what is tested here).
+            let mut holders: Vec<Records> = vec![Records::default(); K + M];
+            // holders that left the set, with what they kept
+            let mut departed: Vec<Records> = Vec::new();
+            let mut objects = BTreeMap::new();
+            let mut born: HashSet<String> = HashSet::new();
+            let mut draws = 0usize;
+            // the holders a change reaches: the drawn ones, topped up to `at_least`
+            let reached = |draws: &mut usize, at_least: usize| -> Vec<usize> {
+                let pick = &reach[*draws % reach.len()];
+                *draws += 1;
+                let mut slots: Vec<usize> = (0..K + M).filter(|&s| pick[s]).collect();
+                for s in (0..K + M).rev() {
+                    if slots.len() >= at_least { break; }
+                    if !slots.contains(&s) { slots.push(s); }
+                }
+                slots
+            };
+            let dirs_of = |objects: &BTreeMap<String, _>| -> BTreeSet<String> {
+                objects.keys().flat_map(|p: &String| entries_of(p).into_iter().map(|(d, _)| d.to_string()).collect::<Vec<_>>()).collect()
+            };
+            for (t, e) in events.iter().enumerate() {
+                match e {
+                    Event::Op(op) => {
+                        for (dir, name, change) in model::apply(&mut objects, op, t) {
+                            if matches!(change, Change::Add(_)) && born.insert(dir.clone()) {
+                                // the writer found the directory absent: it is born first
+                                for s in reached(&mut draws, birth_acks(K)) { holders[s].create(&dir); }
+                            }
+                            let slots = reached(&mut draws, change_acks(M));
+                            for &s in &slots { holders[s].apply(&dir, &name, change); }
+                        }
+                    }
+                    Event::Replace(slot, filled) | Event::Restart(slot, filled) | Event::Return(slot, _, filled) => {
+                        match e {
+                            Event::Restart(..) => holders[*slot].forget_completeness(|_| true),
+                            Event::Return(_, d, _) if !departed.is_empty() => {
+                                let back = departed.swap_remove(d % departed.len());
+                                let mut gone = std::mem::replace(&mut holders[*slot], back);
+                                gone.forget_completeness(|_| true);
+                                departed.push(gone);
+                            }
+                            Event::Return(..) => continue,
+                            _ => {
+                                // it no longer holds these directories: it forgets their completeness
+                                let mut gone = std::mem::take(&mut holders[*slot]);
+                                gone.forget_completeness(|_| true);
+                                departed.push(gone);
+                            }
+                        }
+                        if *filled {
+                            let others: Vec<usize> = (0..K + M).filter(|s| s != slot).collect();
+                            for dir in born.iter() {
+                                if let Settled::Index(ix) = read(&holders, &others, dir) {
+                                    holders[*slot].fill(dir, &ix);
+                                }
+                            }
+                        }
+                    }
+                }
+                // a read of every directory ever written, from some of the holders
+                for dir in dirs_of(&objects).iter().chain(born.iter()) {
+                    let pick = &answering[draws % answering.len()];
+                    draws += 1;
+                    let who: Vec<usize> = (0..K + M).filter(|&s| pick[s]).collect();
+                    if let Settled::Index(ix) = read(&holders, &who, dir) {
+                        let files: BTreeSet<String> = ix.present().filter(|n| !n.ends_with('/')).map(str::to_string).collect();
+                        let scanned = model::scanned(&objects, dir);
+                        prop_assert_eq!(files, scanned.iter().filter(|n| !n.ends_with('/')).cloned().collect::<BTreeSet<_>>(), "files of {}", dir);
+                        for sub in scanned.iter().filter(|n| n.ends_with('/')) {
+                            prop_assert!(ix.contains(sub), "subdirectory {} of {} missing", sub, dir);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn partial_answers_are_merged_but_not_counted() {
+        let v = |t| crate::version::WriteVersion { created_unix_ms: t, write_id: 1 };
+        let mut complete = Records::default();
+        complete.create("d/");
+        let mut partial = Records::default();
+        partial.apply("d/", "late", Change::Add(v(5)));
+        let answers = vec![complete.answer("d/"), partial.answer("d/"), None];
+        assert_eq!(settle(answers.clone(), 2), Settled::Unsettled { complete: 1, needed: 2 });
+        match settle(answers, 1) {
+            Settled::Index(ix) => assert!(ix.contains("late"), "a partial answer's entries are merged"),
+            other => panic!("{other:?}"),
+        }
+        partial.fill("d/", &DirIndex::default());
+        assert!(partial.answer("d/").is_some_and(|r| r.complete && r.index.contains("late")));
+        partial.forget_completeness(|d| d == "d/");
+        assert!(!partial.answer("d/").unwrap().complete);
+    }
+}

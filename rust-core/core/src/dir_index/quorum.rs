@@ -29,7 +29,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Change, DirIndex};
+use super::{Change, DirIndex, ENTRY_OVERHEAD};
 
 /// Acknowledgements a change needs from the directory's `k + m` holders: `m + 1`.
 pub fn change_acks(m: usize) -> usize {
@@ -56,41 +56,148 @@ pub struct Record {
 /// What one holder answers for a directory: its record, or none.
 pub type Answer = Option<Record>;
 
-/// The records one holder keeps, by directory.
+/// Bytes a record counts for besides its directory's name and its entries.
+pub const RECORD_OVERHEAD: usize = 96;
+
+/// A record as a holder keeps it: with what it counts for and when it last changed.
 #[derive(Clone, Debug, Default)]
+struct Held {
+    record: Record,
+    bytes: usize,
+    touched: u64,
+}
+
+/// The records one holder keeps, by directory, within a byte bound: past it
+/// the least recently changed records are dropped whole. A dropped record
+/// answers nothing, like a newcomer's — safe by the argument above, as a
+/// holder that lost its record is one more newcomer — and the directory's
+/// reads settle from the other holders or fall back to every node.
+#[derive(Clone, Debug)]
 pub struct Records {
-    dirs: BTreeMap<String, Record>,
+    dirs: BTreeMap<String, Held>,
+    bytes: usize,
+    max_bytes: usize,
+    clock: u64,
+    dropped: u64,
+}
+
+impl Default for Records {
+    fn default() -> Self {
+        Records::with_max_bytes(usize::MAX)
+    }
 }
 
 impl Records {
+    /// No records yet; at most `max_bytes` kept (names, entries and [`RECORD_OVERHEAD`] each).
+    pub fn with_max_bytes(max_bytes: usize) -> Self {
+        Records { dirs: BTreeMap::new(), bytes: 0, max_bytes, clock: 0, dropped: 0 }
+    }
+
     /// A change from a writer; a directory with no record here starts a partial one.
     pub fn apply(&mut self, dir: &str, name: &str, change: Change) -> bool {
-        self.dirs.entry(dir.to_string()).or_default().index.apply(name, change)
+        self.update(dir, Some(name), |r| r.index.apply(name, change))
     }
 
     /// The directory was born (a writer found it absent from its parent's
     /// settled index): the record is complete, keeping changes that came first.
     pub fn create(&mut self, dir: &str) {
-        self.dirs.entry(dir.to_string()).or_default().complete = true;
+        self.update(dir, None, |r| !std::mem::replace(&mut r.complete, true));
     }
 
     /// Fills the record from a settled read (repair, a newcomer, after a restart); complete.
     pub fn fill(&mut self, dir: &str, settled: &DirIndex) {
-        let r = self.dirs.entry(dir.to_string()).or_default();
-        r.index.merge(settled);
-        r.complete = true;
+        self.update(dir, None, |r| r.index.merge(settled) | !std::mem::replace(&mut r.complete, true));
     }
 
     /// After a restart, after this holder learned it was declared dead, or
     /// for a directory it no longer holds: it may have missed changes others
     /// counted as done, so none of its records answers as complete.
     pub fn forget_completeness(&mut self, mut of_dir: impl FnMut(&str) -> bool) {
-        self.dirs.iter_mut().filter(|(d, _)| of_dir(d)).for_each(|(_, r)| r.complete = false);
+        self.dirs.iter_mut().filter(|(d, _)| of_dir(d)).for_each(|(_, h)| h.record.complete = false);
     }
 
     /// This holder's answer for `dir`.
     pub fn answer(&self, dir: &str) -> Answer {
-        self.dirs.get(dir).cloned()
+        self.dirs.get(dir).map(|h| h.record.clone())
+    }
+
+    /// Forgets names removed by deletes of versions created before
+    /// `cut_unix_ms` ([`DirIndex::prune_removed`]), and the records left with
+    /// no name at all (a deleted checkpoint's directory: its reads, rare,
+    /// fall back to every node). Returns how many records went.
+    pub fn prune_removed(&mut self, cut_unix_ms: u64) -> usize {
+        let before = self.dirs.len();
+        self.dirs.retain(|dir, h| {
+            if h.record.index.prune_removed(cut_unix_ms) > 0 {
+                h.bytes = Self::bytes_of(dir, &h.record);
+            }
+            !h.record.index.is_empty()
+        });
+        self.bytes = self.dirs.values().map(|h| h.bytes).sum();
+        before - self.dirs.len()
+    }
+
+    /// Bytes the records count for.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Records kept.
+    pub fn len(&self) -> usize {
+        self.dirs.len()
+    }
+
+    /// Whether no record is kept.
+    pub fn is_empty(&self) -> bool {
+        self.dirs.is_empty()
+    }
+
+    /// Records dropped for the byte bound so far.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    fn bytes_of(dir: &str, r: &Record) -> usize {
+        dir.len() + RECORD_OVERHEAD + r.index.bytes()
+    }
+
+    /// Runs `f` on `dir`'s record (a new one if none), keeps the byte count
+    /// (`added`: the one name `f` may add, counted without a pass over the
+    /// record) and drops records past the bound; returns what `f` returned.
+    fn update(&mut self, dir: &str, added: Option<&str>, f: impl FnOnce(&mut Record) -> bool) -> bool {
+        self.clock += 1;
+        let new = !self.dirs.contains_key(dir);
+        let h = self.dirs.entry(dir.to_string()).or_insert_with(|| Held { bytes: Self::bytes_of(dir, &Record::default()), ..Held::default() });
+        let (before, len_before) = (if new { 0 } else { h.bytes }, h.record.index.len());
+        let changed = f(&mut h.record);
+        h.touched = self.clock;
+        match (h.record.index.len() - len_before, added) {
+            (0, _) => {}
+            (1, Some(name)) => h.bytes += name.len() + ENTRY_OVERHEAD,
+            _ => h.bytes = Self::bytes_of(dir, &h.record),
+        }
+        self.bytes = self.bytes - before + h.bytes;
+        if self.bytes > self.max_bytes {
+            self.drop_oldest();
+        }
+        changed
+    }
+
+    /// Drops the least recently changed records until an eighth below the bound
+    /// (one pass for many changes, not one per change at the bound).
+    fn drop_oldest(&mut self) {
+        let target = self.max_bytes - self.max_bytes / 8;
+        let mut by_age: Vec<(u64, String)> = self.dirs.iter().map(|(d, h)| (h.touched, d.clone())).collect();
+        by_age.sort_unstable();
+        for (_, dir) in by_age {
+            if self.bytes <= target {
+                break;
+            }
+            if let Some(h) = self.dirs.remove(&dir) {
+                self.bytes -= h.bytes;
+                self.dropped += 1;
+            }
+        }
     }
 }
 
@@ -165,16 +272,19 @@ mod tests {
 
     proptest! {
         /// Each change reaches a random `m + 1` or more of the directory's
-        /// holders; holders are replaced and restarted in between; a read
-        /// that settles from any holders that answer holds every done change.
+        /// holders; holders are replaced, restarted and come back in between,
+        /// and some drop records for their byte bound; a read that settles
+        /// from any holders that answer holds every done change.
         #[test]
         fn a_settled_read_holds_every_done_change(
             events in proptest::collection::vec(event(), 1..80),
             reach in proptest::collection::vec(proptest::collection::vec(any::<bool>(), K + M), 400),
             answering in proptest::collection::vec(proptest::collection::vec(proptest::bool::weighted(0.9), K + M), 400),
+            bounds in proptest::collection::vec(prop_oneof![3 => Just(usize::MAX), 1 => 200..2_000usize], K + M),
         ) {
-            // One holder set for every directory (placement is not what is tested here).
-            let mut holders: Vec<Records> = vec![Records::default(); K + M];
+            // One holder set for every directory (placement is not what is tested here);
+            // some holders keep little, and drop records for it.
+            let mut holders: Vec<Records> = bounds.iter().map(|&b| Records::with_max_bytes(b)).collect();
             // holders that left the set, with what they kept
             let mut departed: Vec<Records> = Vec::new();
             let mut objects = BTreeMap::new();
@@ -218,7 +328,7 @@ mod tests {
                             Event::Return(..) => continue,
                             _ => {
                                 // it no longer holds these directories: it forgets their completeness
-                                let mut gone = std::mem::take(&mut holders[*slot]);
+                                let mut gone = std::mem::replace(&mut holders[*slot], Records::with_max_bytes(bounds[*slot]));
                                 gone.forget_completeness(|_| true);
                                 departed.push(gone);
                             }
@@ -268,5 +378,45 @@ mod tests {
         assert!(partial.answer("d/").is_some_and(|r| r.complete && r.index.contains("late")));
         partial.forget_completeness(|d| d == "d/");
         assert!(!partial.answer("d/").unwrap().complete);
+    }
+
+    #[test]
+    fn past_the_bound_the_least_recently_changed_records_go() {
+        let v = |t| crate::version::WriteVersion { created_unix_ms: t, write_id: 1 };
+        let one = "d0/".len() + RECORD_OVERHEAD + "x".len() + ENTRY_OVERHEAD;
+        let mut r = Records::with_max_bytes(4 * one);
+        for i in 0..4 {
+            r.apply(&format!("d{i}/"), "x", Change::Add(v(1)));
+        }
+        assert_eq!((r.len(), r.bytes(), r.dropped()), (4, 4 * one, 0));
+        r.apply("d0/", "x", Change::Remove(v(1))); // d0 changed last: d1 and d2 are the oldest
+        r.apply("d4/", "x", Change::Add(v(2)));
+        assert_eq!(r.dropped(), 2, "dropped until an eighth below the bound");
+        let kept: Vec<bool> = (0..5).map(|i| r.answer(&format!("d{i}/")).is_some()).collect();
+        assert_eq!(kept, [true, false, false, true, true]);
+        assert_eq!(r.bytes(), 3 * one);
+        // the byte count follows new names, and a fill's merge
+        let mut big = DirIndex::default();
+        big.apply("yy", Change::Add(v(3)));
+        big.apply("x", Change::Add(v(3)));
+        let mut u = Records::default();
+        u.apply("d/", "x", Change::Add(v(1)));
+        u.fill("d/", &big);
+        assert_eq!(u.bytes(), "d/".len() + RECORD_OVERHEAD + "x".len() + "yy".len() + 2 * ENTRY_OVERHEAD);
+    }
+
+    #[test]
+    fn pruning_drops_the_records_left_with_no_name() {
+        let v = |t| crate::version::WriteVersion { created_unix_ms: t, write_id: 1 };
+        let mut r = Records::default();
+        r.create("job/chk-1/");
+        r.apply("job/chk-1/", "_metadata", Change::Add(v(10)));
+        r.apply("job/chk-1/", "_metadata", Change::Remove(v(10)));
+        r.apply("job/", "chk-1/", Change::Add(v(10)));
+        assert_eq!(r.prune_removed(5), 0, "removed after the cut: kept");
+        assert_eq!(r.prune_removed(20), 1);
+        assert!(r.answer("job/chk-1/").is_none(), "a deleted checkpoint's directory leaves no record");
+        assert!(r.answer("job/").is_some_and(|a| a.index.contains("chk-1/")));
+        assert_eq!(r.bytes(), "job/".len() + RECORD_OVERHEAD + "chk-1/".len() + ENTRY_OVERHEAD);
     }
 }

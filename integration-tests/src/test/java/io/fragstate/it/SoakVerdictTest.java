@@ -89,7 +89,12 @@ class SoakVerdictTest {
         List<NodeSampler.NodeSample> leaking = new ArrayList<>();
         heap(leaking, "tm-1", 0, 50, 33 * mb, 130 * mb, 5);
         heap(leaking, "tm-1", 50, 61, 53 * mb, 130 * mb, 5); // what stays between uploads grew by 20 MB
-        v = verdict(leaking);
+        assertFailsOnHeapAlone(leaking);
+    }
+
+    /** The verdict of {@code samples} fails, and only on the heap's growth. */
+    private static void assertFailsOnHeapAlone(List<NodeSampler.NodeSample> samples) {
+        SoakVerdict v = verdict(samples);
         assertThat(v.passed()).isFalse();
         assertThat(v.windows).filteredOn(w -> !w.passed()).extracting(SoakVerdict.Window::series)
                 .containsOnly("heap_bytes");
@@ -136,10 +141,7 @@ class SoakVerdictTest {
 
         List<NodeSampler.NodeSample> leaking = new ArrayList<>();
         filling(leaking, "tm-1", 24, 1L << 20); // after warm-up the heap still grows by 1 MiB a minute
-        v = verdict(leaking);
-        assertThat(v.passed()).isFalse();
-        assertThat(v.windows).filteredOn(w -> !w.passed()).extracting(SoakVerdict.Window::series)
-                .containsOnly("heap_bytes");
+        assertFailsOnHeapAlone(leaking);
     }
 
     @Test

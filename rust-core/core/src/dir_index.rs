@@ -24,12 +24,16 @@
 //! reader does with the answers of several holders, and what repair does to
 //! fill a new holder from a survivor.
 //!
-//! A subdirectory entry is never removed by a delete: `b/` is present in `a/`
-//! while `a/b/` was ever written, and whether `a/b/` still holds anything is
-//! `a/b/`'s own index's answer ([`DirIndex::has_no_children`]). A listing checks each
-//! subdirectory it returns that way (one round per subdirectory, bounded by
-//! the listing's length); dropping the entries of directories that stay empty
-//! is the holder's housekeeping, not decided here.
+//! A subdirectory entry is not removed by the delete of the objects below
+//! it: `b/` stays present in `a/` after `a/b/`'s last file is deleted, and
+//! whether `a/b/` still holds anything is `a/b/`'s own index's answer
+//! ([`DirIndex::has_no_children`]); a listing checks each subdirectory it
+//! returns that way (one round per subdirectory, bounded by the listing's
+//! length). The delete of the directory itself (recursive, or of an empty
+//! one, as Flink deletes a subsumed checkpoint's `chk-N`) removes `b/` and
+//! the names of the subdirectories below it up to the delete's time
+//! ([`dir_removed_at`], [`dirs_below`]), so nothing of a deleted directory
+//! stays once pruning forgets removed names.
 
 use std::collections::BTreeMap;
 
@@ -61,6 +65,28 @@ pub fn entries_of(path: &str) -> Vec<(&str, String)> {
         child_is_dir = true;
     }
     out
+}
+
+/// What a directory's delete (recursive, or of an empty directory) sends for
+/// the directory's name in its parent and for each subdirectory's name below
+/// it ([`dirs_below`]): a remove of every write that began before
+/// `now_unix_ms` — what the delete's prefix tombstone deletes — so a deleted
+/// checkpoint's `chk-N/` leaves its parent and every record below it holds
+/// removed names only, which pruning forgets; a later write brings them back.
+pub fn dir_removed_at(now_unix_ms: u64) -> Change {
+    Change::Remove(WriteVersion { created_unix_ms: now_unix_ms.saturating_sub(1), write_id: u128::MAX })
+}
+
+/// The (directory, name) entries of `dir` (ending in `/`) and of the
+/// subdirectories `subdirs` names below it (each ending in `/`): what a
+/// directory's delete removes with [`dir_removed_at`].
+pub fn dirs_below<'a>(dir: &'a str, subdirs: impl IntoIterator<Item = &'a str>) -> Vec<(&'a str, String)> {
+    let own = dir.strip_suffix('/').and_then(|d| entries_of(d).into_iter().next()).map(|(parent, name)| (parent, format!("{name}/")));
+    let below = subdirs.into_iter().filter(|s| s.starts_with(dir) && s.len() > dir.len()).filter_map(|s| {
+        let (parent, name) = entries_of(s.strip_suffix('/')?).into_iter().next()?;
+        Some((parent, format!("{name}/")))
+    });
+    own.into_iter().chain(below).collect()
 }
 
 /// One name's state in a directory's index: the newest write that added it
@@ -245,6 +271,22 @@ mod tests {
     }
 
     #[test]
+    fn a_directory_delete_names_the_directory_and_its_subdirectories() {
+        let subdirs = ["job/chk-5/", "job/chk-5/a/", "job/chk-5/a/b/", "job/chk-50/", "job/"];
+        assert_eq!(
+            dirs_below("job/chk-5/", subdirs),
+            vec![("job/", "chk-5/".to_string()), ("job/chk-5/", "a/".to_string()), ("job/chk-5/a/", "b/".to_string())],
+            "not chk-50/, not the parent"
+        );
+        let mut d = DirIndex::default();
+        d.apply("chk-5/", Change::Add(WriteVersion { created_unix_ms: 999, write_id: u128::MAX }));
+        d.apply("chk-5/", dir_removed_at(1_000));
+        assert!(!d.contains("chk-5/"), "every write that began before the delete");
+        d.apply("chk-5/", Change::Add(WriteVersion { created_unix_ms: 1_000, write_id: 0 }));
+        assert!(d.contains("chk-5/"), "a write that began at the delete's time or later comes back");
+    }
+
+    #[test]
     fn pruning_forgets_only_old_removed_names() {
         let mut d = DirIndex::default();
         d.apply("old", Change::Add(v(1)));
@@ -281,9 +323,10 @@ mod tests {
             shuffle in proptest::collection::vec(any::<u64>(), 200),
             repeats in proptest::collection::vec(any::<bool>(), 200),
         ) {
-            let mut objects: BTreeMap<String, WriteVersion> = BTreeMap::new();
+            let mut m = model::Model::default();
             let changes: Vec<(String, String, Change)> =
-                ops.iter().enumerate().flat_map(|(t, op)| model::apply(&mut objects, op, t)).collect();
+                ops.iter().enumerate().flat_map(|(t, op)| m.apply(op, t)).collect();
+            let objects = &m.objects;
             // Holder one receives the changes in order, holder two shuffled and some twice.
             let mut one: HashMap<String, DirIndex> = HashMap::new();
             for (dir, name, c) in &changes {
@@ -311,8 +354,30 @@ mod tests {
 
             let mut dirs: BTreeSet<String> = one.keys().cloned().collect();
             dirs.insert("r/".to_string());
-            for dir in dirs {
-                prop_assert_eq!(indexed(&one, &dir), model::scanned(&objects, &dir), "children of {}", dir);
+            for dir in &dirs {
+                prop_assert_eq!(indexed(&one, dir), model::scanned(objects, dir), "children of {}", dir);
+            }
+
+            // Pruning every removed name changes no answer, and a deleted
+            // directory leaves nothing: not its name in its parent, no record.
+            let mut gone: BTreeSet<String> = BTreeSet::new();
+            for (dir, name, c) in changes.iter().filter(|(_, name, _)| name.ends_with('/')) {
+                match c {
+                    Change::Remove(_) => gone.insert(format!("{dir}{name}")),
+                    Change::Add(_) => gone.remove(&format!("{dir}{name}")),
+                };
+            }
+            one.retain(|_, d| {
+                d.prune_removed(u64::MAX);
+                !d.is_empty()
+            });
+            for dir in &dirs {
+                prop_assert_eq!(indexed(&one, dir), model::scanned(objects, dir), "children of {} after pruning", dir);
+            }
+            for d in &gone {
+                let (parent, name) = entries_of(d.trim_end_matches('/')).into_iter().next().expect("below r/");
+                prop_assert!(!one.get(parent).is_some_and(|p| p.contains(&format!("{name}/"))), "{} still named in {}", d, parent);
+                prop_assert!(!one.contains_key(d), "a record left for the deleted {}", d);
             }
         }
     }

@@ -287,7 +287,7 @@ mod tests {
             let mut holders: Vec<Records> = bounds.iter().map(|&b| Records::with_max_bytes(b)).collect();
             // holders that left the set, with what they kept
             let mut departed: Vec<Records> = Vec::new();
-            let mut objects = BTreeMap::new();
+            let mut m = model::Model::default();
             let mut born: HashSet<String> = HashSet::new();
             let mut draws = 0usize;
             // the holders a change reaches: the drawn ones, topped up to `at_least`
@@ -307,7 +307,7 @@ mod tests {
             for (t, e) in events.iter().enumerate() {
                 match e {
                     Event::Op(op) => {
-                        for (dir, name, change) in model::apply(&mut objects, op, t) {
+                        for (dir, name, change) in m.apply(op, t) {
                             if matches!(change, Change::Add(_)) && born.insert(dir.clone()) {
                                 // the writer found the directory absent: it is born first
                                 for s in reached(&mut draws, birth_acks(K)) { holders[s].create(&dir); }
@@ -344,13 +344,13 @@ mod tests {
                     }
                 }
                 // a read of every directory ever written, from some of the holders
-                for dir in dirs_of(&objects).iter().chain(born.iter()) {
+                for dir in dirs_of(&m.objects).iter().chain(born.iter()) {
                     let pick = &answering[draws % answering.len()];
                     draws += 1;
                     let who: Vec<usize> = (0..K + M).filter(|&s| pick[s]).collect();
                     if let Settled::Index(ix) = read(&holders, &who, dir) {
                         let files: BTreeSet<String> = ix.present().filter(|n| !n.ends_with('/')).map(str::to_string).collect();
-                        let scanned = model::scanned(&objects, dir);
+                        let scanned = model::scanned(&m.objects, dir);
                         prop_assert_eq!(files, scanned.iter().filter(|n| !n.ends_with('/')).cloned().collect::<BTreeSet<_>>(), "files of {}", dir);
                         for sub in scanned.iter().filter(|n| n.ends_with('/')) {
                             prop_assert!(ix.contains(sub), "subdirectory {} of {} missing", sub, dir);

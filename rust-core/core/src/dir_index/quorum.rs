@@ -19,8 +19,8 @@
 //! complete ([`settle`]). Why `k` suffice: a done change reached `m + 1` holders
 //! of the set at the time. Each of them that has since left the set left a
 //! newcomer, whose record is partial until filled from a settled read (which
-//! then holds the change); a holder that restarted or was declared dead counts
-//! as a newcomer. So of today's `k + m` holders, the complete ones that miss
+//! then holds the change); a holder that restarted, was declared dead or
+//! dropped the record for its byte bound counts as a newcomer. So of today's `k + m` holders, the complete ones that miss
 //! the change are among the holders of that time that missed it — at most
 //! `k - 1` — and any `k` complete answers include one that has it. The
 //! argument needs the writer and the holders to agree on the directory's

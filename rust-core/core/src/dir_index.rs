@@ -81,12 +81,14 @@ pub fn dir_removed_at(now_unix_ms: u64) -> Change {
 /// subdirectories `subdirs` names below it (each ending in `/`): what a
 /// directory's delete removes with [`dir_removed_at`].
 pub fn dirs_below<'a>(dir: &'a str, subdirs: impl IntoIterator<Item = &'a str>) -> Vec<(&'a str, String)> {
-    let own = dir.strip_suffix('/').and_then(|d| entries_of(d).into_iter().next()).map(|(parent, name)| (parent, format!("{name}/")));
-    let below = subdirs.into_iter().filter(|s| s.starts_with(dir) && s.len() > dir.len()).filter_map(|s| {
-        let (parent, name) = entries_of(s.strip_suffix('/')?).into_iter().next()?;
-        Some((parent, format!("{name}/")))
-    });
-    own.into_iter().chain(below).collect()
+    let below = subdirs.into_iter().filter(|s| s.starts_with(dir) && s.len() > dir.len());
+    std::iter::once(dir).chain(below).filter_map(entry_in_parent).collect()
+}
+
+/// The entry of directory `dir` (ending in `/`) in its parent: `("a/", "b/")` for `a/b/`.
+fn entry_in_parent(dir: &str) -> Option<(&str, String)> {
+    let (parent, name) = entries_of(dir.strip_suffix('/')?).into_iter().next()?;
+    Some((parent, format!("{name}/")))
 }
 
 /// One name's state in a directory's index: the newest write that added it
@@ -375,8 +377,8 @@ mod tests {
                 prop_assert_eq!(indexed(&one, dir), model::scanned(objects, dir), "children of {} after pruning", dir);
             }
             for d in &gone {
-                let (parent, name) = entries_of(d.trim_end_matches('/')).into_iter().next().expect("below r/");
-                prop_assert!(!one.get(parent).is_some_and(|p| p.contains(&format!("{name}/"))), "{} still named in {}", d, parent);
+                let (parent, name) = entry_in_parent(d).expect("below r/");
+                prop_assert!(!one.get(parent).is_some_and(|p| p.contains(&name)), "{} still named in {}", d, parent);
                 prop_assert!(!one.contains_key(d), "a record left for the deleted {}", d);
             }
         }

@@ -234,7 +234,6 @@ pub fn settle(answers: impl IntoIterator<Item = Answer>, k: usize) -> Settled {
 mod tests {
     use super::*;
     use crate::dir_index::model::{self, Op};
-    use crate::dir_index::entries_of;
     use proptest::prelude::*;
     use std::collections::{BTreeSet, HashSet};
 
@@ -301,9 +300,6 @@ mod tests {
                 }
                 slots
             };
-            let dirs_of = |objects: &BTreeMap<String, _>| -> BTreeSet<String> {
-                objects.keys().flat_map(|p: &String| entries_of(p).into_iter().map(|(d, _)| d.to_string()).collect::<Vec<_>>()).collect()
-            };
             for (t, e) in events.iter().enumerate() {
                 match e {
                     Event::Op(op) => {
@@ -344,7 +340,7 @@ mod tests {
                     }
                 }
                 // a read of every directory ever written, from some of the holders
-                for dir in dirs_of(&m.objects).iter().chain(born.iter()) {
+                for dir in born.iter() {
                     let pick = &answering[draws % answering.len()];
                     draws += 1;
                     let who: Vec<usize> = (0..K + M).filter(|&s| pick[s]).collect();

@@ -53,6 +53,8 @@ public final class RunSoak {
             }
         }
         SoakPlan plan = SoakPlan.parse(rest.toArray(String[]::new), repo);
+        // read before the run: a commit made during a long soak is not what it ran
+        BuildInfo build = BuildInfo.of(repo);
         Scenario scenario = Scenario.soak(repo, plan);
         scenario.flinkConfig().putAll(extra);
         SoakLoop loop = new SoakLoop(plan, scenario);
@@ -71,7 +73,7 @@ public final class RunSoak {
             logs = LogScan.scan(runner.runDir(), loop.recoveries.stream().map(tl -> tl.killAtMs).toList());
         }
         SoakVerdict verdict = SoakVerdict.of(plan, result, loop, logs, failure);
-        SoakReport.write(plan, scenario, result, loop, logs, verdict, BuildInfo.of(repo));
+        SoakReport.write(plan, scenario, result, loop, logs, verdict, build);
         System.out.println();
         verdict.checks.forEach(c -> System.out.printf("%-45s %-4s %s%n", c.name(), c.passed() ? "ok" : "FAIL", c.detail()));
         System.out.println("soak " + (verdict.passed() ? "PASSED" : "FAILED") + "; results in " + plan.out());

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
-use fragstate_core::error::Result;
+use fragstate_core::dir_index::quorum::{Answer, IndexUpdate};
+use fragstate_core::error::{Error, Result};
 use fragstate_core::format::{FragmentHeader, Manifest, ObjectSummary};
 use fragstate_core::ids::{FragmentKey, NodeId};
-use fragstate_core::placement::NodeInfo;
+use fragstate_core::placement::{NodeInfo, PlacementPolicy};
 use fragstate_core::version::ManifestPut;
 
 /// One node's operations, as seen from a client.
@@ -50,8 +51,28 @@ pub trait Transport: Send + Sync + 'static {
     /// transfer measured lately (adaptive mode). A transport without probes
     /// fails it, and the peer stays unmeasured.
     async fn probe(&self, node: &NodeId, _bytes: u32) -> Result<()> {
-        Err(fragstate_core::error::Error::NodeUnavailable { node: node.clone(), reason: "this transport has no speed probes".into() })
+        Err(Error::NodeUnavailable { node: node.clone(), reason: "this transport has no speed probes".into() })
     }
+
+    /// Sends a change, a birth or a fill of directory `dir`'s index to
+    /// `node`, one of its holders (`fragstate_core::dir_index`). A transport
+    /// without indexes fails it, and the directory's reads fall back to
+    /// every node.
+    async fn index_update(&self, node: &NodeId, _dir: &str, _update: &IndexUpdate) -> Result<()> {
+        Err(no_index(node))
+    }
+
+    /// `node`'s record of directory `dir`. `width` and `policy` are how the
+    /// reader ranks the directory's holders
+    /// (`fragstate_core::dir_index::holders`): a node that does not rank
+    /// among them in its own view answers its record as incomplete.
+    async fn index_read(&self, node: &NodeId, _dir: &str, _width: usize, _policy: PlacementPolicy) -> Result<Answer> {
+        Err(no_index(node))
+    }
+}
+
+fn no_index(node: &NodeId) -> Error {
+    Error::NodeUnavailable { node: node.clone(), reason: "this transport keeps no directory indexes".into() }
 }
 
 /// The receiving end of one fragment upload.

@@ -39,11 +39,22 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::NodeId;
+use crate::lookup::lookup_candidates;
+use crate::placement::{NodeInfo, PlacementPolicy};
 use crate::version::WriteVersion;
 
 #[cfg(test)]
 mod model;
 pub mod quorum;
+
+/// The nodes that keep the index of `dir` (ending in `/`): the `width`
+/// (`k + m`) nodes a reader asks first for the path `dir`
+/// ([`lookup_candidates`]), as writers, readers and the holders themselves
+/// rank them over their views.
+pub fn holders(dir: &str, live: &[NodeInfo], width: usize, policy: PlacementPolicy) -> Vec<NodeId> {
+    lookup_candidates(dir.as_bytes(), live, width, policy)
+}
 
 /// The (directory, child name) entries an object at `path` makes present:
 /// its own name in its parent, and each ancestor directory's name with a

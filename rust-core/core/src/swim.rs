@@ -341,6 +341,7 @@ impl<M: Clone + PartialEq> Swim<M> {
             if u.liveness != Liveness::Alive && u.incarnation >= self.incarnation {
                 self.incarnation = u.incarnation + 1;
                 self.stats.refutations += 1;
+                self.stats.declared_dead += u64::from(u.liveness == Liveness::Dead);
                 self.health.missed();
                 let me = self.my_update(Liveness::Alive);
                 self.enqueue(me);

@@ -29,6 +29,8 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
+
 use super::{Change, DirIndex, ENTRY_OVERHEAD};
 
 /// Acknowledgements a change needs from the directory's `k + m` holders: `m + 1`.
@@ -45,7 +47,7 @@ pub fn birth_acks(k: usize) -> usize {
 }
 
 /// One holder's record of a directory.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
     /// The entries it holds.
     pub index: DirIndex,
@@ -55,6 +57,23 @@ pub struct Record {
 
 /// What one holder answers for a directory: its record, or none.
 pub type Answer = Option<Record>;
+
+/// What a writer or a reader sends a holder of a directory's index.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IndexUpdate {
+    /// A change to one name ([`Records::apply`]).
+    Apply {
+        /// The child's name (`x`, or `x/` for a subdirectory).
+        name: String,
+        /// What happened to it.
+        change: Change,
+    },
+    /// The directory's birth ([`Records::create`]).
+    Create,
+    /// A settled read's merge, for a holder whose answer was partial or
+    /// missing ([`Records::fill`]: read repair).
+    Fill(DirIndex),
+}
 
 /// Bytes a record counts for besides its directory's name and its entries.
 pub const RECORD_OVERHEAD: usize = 96;
@@ -114,6 +133,17 @@ impl Records {
     /// counted as done, so none of its records answers as complete.
     pub fn forget_completeness(&mut self, mut of_dir: impl FnMut(&str) -> bool) {
         self.dirs.iter_mut().filter(|(d, _)| of_dir(d)).for_each(|(_, h)| h.record.complete = false);
+    }
+
+    /// Applies what a writer or reader sent ([`IndexUpdate`]).
+    pub fn update_with(&mut self, dir: &str, update: &IndexUpdate) {
+        match update {
+            IndexUpdate::Apply { name, change } => {
+                self.apply(dir, name, *change);
+            }
+            IndexUpdate::Create => self.create(dir),
+            IndexUpdate::Fill(settled) => self.fill(dir, settled),
+        }
     }
 
     /// This holder's answer for `dir`.

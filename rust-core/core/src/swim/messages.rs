@@ -89,4 +89,8 @@ pub struct SwimStats {
     pub suspicions_raised: u64,
     /// Suspicions of this node it refuted.
     pub refutations: u64,
+    /// Of those, declarations of this node's death: the others stopped
+    /// counting it meanwhile, so it may have missed what they did then
+    /// (a directory index holder forgets its records' completeness).
+    pub declared_dead: u64,
 }

@@ -156,6 +156,11 @@ fn a_node_refutes_a_suspicion_of_itself_with_a_higher_incarnation() {
     let old = Update { node: id(0), incarnation: 9, liveness: Liveness::Dead, meta: 0 };
     s.handle(2, id(1), Message::Gossip { updates: vec![old] });
     assert_eq!(s.stats().refutations, 1);
+    assert_eq!(s.stats().declared_dead, 0, "a suspicion is not a death");
+    // a declaration of its death: refuted too, and counted apart
+    let dead = Update { node: id(0), incarnation: 11, liveness: Liveness::Dead, meta: 0 };
+    s.handle(3, id(1), Message::Gossip { updates: vec![dead] });
+    assert_eq!((s.stats().refutations, s.stats().declared_dead), (2, 1));
 }
 
 #[test]

@@ -12,6 +12,7 @@
 //! - `membership`: live peers from hellos (mesh).
 //! - `swim_node`: live peers from SWIM ([`config::Membership::Swim`]).
 //! - `tombstones`: deletes remembered for nodes that were away.
+//! - `index_holder`: directory index records of a storage node (in memory).
 //! - `pool`: request streams per peer, one request with its retry.
 //! - `server`: answers requests from the local store.
 //! - `transport`: the `Transport` implementation.
@@ -25,6 +26,7 @@ pub mod config;
 mod dials;
 pub mod hints;
 mod holder_check;
+mod index_holder;
 pub mod key;
 mod membership;
 mod peer_limit;
@@ -53,6 +55,7 @@ pub use peer_limit::{FRAME_BYTES_PER_PEER, MAX_FRAME_BYTES, MAX_STREAMS, STREAMS
 pub use pending_limit::MAX_PENDING_INCOMING_PER_ADDRESS;
 pub use swarm::{MAX_ESTABLISHED, MAX_ESTABLISHED_PER_PEER, MAX_PENDING_INCOMING};
 pub use holder_check::HolderCheckPass;
+pub use index_holder::MAX_INDEX_BYTES;
 pub use services::ServiceConfig;
 pub use wire::{NodeStats, Role};
 

@@ -135,6 +135,7 @@ pub(crate) async fn hello_task(inner: Arc<Inner>) {
                 if inner.cfg.membership == Membership::Swim {
                     // SWIM carries what hellos did; tombstones travel in the hellos greeting a joiner.
                     inner.maintain_tombstones();
+                    inner.maintain_index();
                     continue;
                 }
                 let peers: Vec<PeerId> = lock(&inner.peers).iter().filter(|(_, p)| p.connections > 0).map(|(id, _)| *id).collect();
@@ -144,6 +145,7 @@ pub(crate) async fn hello_task(inner: Arc<Inner>) {
                     _ = futures::future::join_all(peers.into_iter().map(|p| exchange_hello(&inner, p, false))) => {}
                 }
                 inner.maintain_tombstones();
+                inner.maintain_index();
             }
         }
     }

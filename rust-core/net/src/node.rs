@@ -19,6 +19,7 @@ use fragstate_core::ids::{now_unix_ms, NodeId};
 use fragstate_store::FragmentStore;
 
 use crate::config::{Membership, FRAG_PROTOCOL, NetConfig};
+use crate::index_holder::{IndexHolder, MAX_INDEX_BYTES};
 use crate::membership::hello_task;
 use crate::peer_limit::{FrameBytes, PeerLimit, UPLOADS_PER_PEER};
 use crate::pool::expect_kind;
@@ -90,6 +91,7 @@ impl NetNode {
             listen_addrs: Mutex::new(Vec::new()),
             tombstones: Mutex::new(tombstones),
             hints: Mutex::default(),
+            index: Mutex::new(IndexHolder::new(MAX_INDEX_BYTES)),
             membership: Notify::new(),
             swim: swim.as_ref().map(|((tx, _), _)| tx.clone()),
             counters: Counters::default(),

@@ -38,6 +38,12 @@ pub struct NodeStats {
     pub tombstone_hints: u64,
     /// Hints not kept because a bound was reached (NETWORK.md, "Bounded resources").
     pub tombstone_hints_dropped: u64,
+    /// Directory index records this node keeps (in memory), their bytes
+    /// (names, entries, overhead), and the records dropped for the bound
+    /// (`index_holder::MAX_INDEX_BYTES`, least recently changed first).
+    pub index_records: u64,
+    pub index_bytes: u64,
+    pub index_dropped: u64,
     /// Manifest copies removed by `Delete` requests this node served since it
     /// started: one per object version whose manifest it held. An object's
     /// manifest is on each of its k + m holders, so the sum over the nodes is

@@ -16,7 +16,7 @@ use fragstate_core::ids::{FragmentKey, NodeId};
 use crate::membership::violation_or_log;
 use crate::peer_limit::{FramePermit, PeerLimit, MAX_STREAMS, STREAMS_PER_PEER};
 use crate::state::{blocking, Inner};
-use crate::wire::{self, Expect, Frame, GetCellReq, HeldCheckReq, Kind, ListReq, WireDelete, WireDeleteStats, WireError};
+use crate::wire::{self, Expect, Frame, GetCellReq, HeldCheckReq, IndexReadReq, IndexUpdateReq, Kind, ListReq, WireDelete, WireDeleteStats, WireError};
 
 pub(crate) async fn accept_task(inner: Arc<Inner>, mut incoming: libp2p_stream::IncomingStreams) {
     let mut shutdown = inner.shutdown.subscribe();
@@ -191,6 +191,16 @@ pub(crate) async fn serve_request(inner: &Arc<Inner>, peer: PeerId, node: &NodeI
             let req: HeldCheckReq = wire::decode("check held", &f.body)?;
             let r = blocking(|| inner.answer_held(node, &req.queries));
             reply(inner, node, s, r, |answers| (Kind::HeldAnswers, wire::encode(&answers))).await
+        }
+        Kind::IndexUpdate => {
+            let req: IndexUpdateReq = wire::decode_canonical("index update", &f.body)?;
+            let r = inner.index_update(&req);
+            reply(inner, node, s, r, |_| (Kind::Ok, vec![])).await
+        }
+        Kind::IndexRead => {
+            let req: IndexReadReq = wire::decode("index read", &f.body)?;
+            let r = inner.index_read(&req).and_then(|a| wire::try_encode("index answer", &a));
+            reply(inner, node, s, r, |body| (Kind::IndexAnswer, body)).await
         }
         Kind::Stat => inner.send(node, s, Kind::Stats, &wire::encode(&inner.stats_with_client()), &[]).await,
         Kind::Probe => {

@@ -1,6 +1,7 @@
 //! The state a network node's tasks share ([`Inner`]): its configuration,
-//! peers, stream pool, tombstones, counters and the shutdown signal. The
-//! modules above add behaviour to it (`membership`, `tombstones`, `pool`)
+//! peers, stream pool, tombstones, directory index records, counters and the
+//! shutdown signal. The modules above add behaviour to it (`membership`,
+//! `tombstones`, `index_holder`, `pool`)
 //! or run on it (`swarm`, `server`); [`crate::node::NetNode`] owns it.
 
 use std::collections::HashMap;
@@ -18,6 +19,7 @@ use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use crate::config::{Membership, NetConfig};
 use crate::hints::HintSet;
+use crate::index_holder::IndexHolder;
 use crate::peer_limit::{FrameBytes, PeerLimit};
 use crate::swim_wire::SwimMessage;
 use crate::tombstone_log::TombstoneLog;
@@ -139,6 +141,8 @@ pub(crate) struct Inner {
     pub(crate) tombstones: Mutex<Tombstones>,
     /// Tombstones kept for co-holders that were down when this node deleted (`hints`).
     pub(crate) hints: Mutex<HintSet>,
+    /// Directory index records (storage nodes; in memory only: `index_holder`).
+    pub(crate) index: Mutex<IndexHolder>,
     pub(crate) membership: Notify,
     /// The SWIM task's inbox ([`Membership::Swim`] only).
     pub(crate) swim: Option<mpsc::UnboundedSender<SwimInput>>,
@@ -278,6 +282,7 @@ impl Inner {
             let h = lock(&self.hints);
             (h.len() as u64, h.dropped())
         };
+        let index = lock(&self.index).figures();
         NodeStats {
             node: self.id.to_string(),
             role: format!("{:?}", self.cfg.role).to_lowercase(),
@@ -299,6 +304,9 @@ impl Inner {
             tombstone_deletes: g(&c.tombstone_deletes),
             tombstone_hints: hints.0,
             tombstone_hints_dropped: hints.1,
+            index_records: index.0,
+            index_bytes: index.1,
+            index_dropped: index.2,
             manifests_deleted: g(&c.manifests_deleted),
             reclaimed_fragments: g(&c.reclaimed_fragments),
             holder_check_passes: g(&c.holder_check_passes),

@@ -381,6 +381,10 @@ fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, pings: &mut Pi
                     inner.connection_failed(peer_id);
                 }
             } else if num_established == 0 {
+                if matches!(cause, Some(libp2p::swarm::ConnectionError::IO(_))) && inner.is_live_storage(&peer_id) {
+                    // the peer stopped counting this node (mesh: a view is its connections)
+                    inner.index_forget_all("the connection to a storage peer broke");
+                }
                 let why = cause.map(|c| c.to_string()).unwrap_or_else(|| "closed".into());
                 peer_left(inner, peer_id, &why);
             } else {
@@ -414,6 +418,9 @@ fn handle_event(inner: &Arc<Inner>, swarm: &mut Swarm<Behaviour>, pings: &mut Pi
             }
             PingVerdict::Drop { failed_in_a_row } => {
                 tracing::warn!(%peer, error = %e, failed_in_a_row, "pings failed: dropping the peer");
+                if inner.is_live_storage(&peer) {
+                    inner.index_forget_all("pings to a storage peer failed");
+                }
                 peer_left(inner, peer, "ping failures");
                 let _ = swarm.disconnect_peer_id(peer);
             }

@@ -130,6 +130,7 @@ pub(crate) async fn swim_task(inner: Arc<Inner>, mut inbox: mpsc::UnboundedRecei
     meta_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut leaving = None;
     let mut successors: Vec<NodeId> = Vec::new();
+    let mut declared_dead = 0;
     loop {
         let wake = tokio::time::Instant::from_std(clock + Duration::from_millis(swim.next_timeout()));
         tokio::select! {
@@ -197,6 +198,13 @@ pub(crate) async fn swim_task(inner: Arc<Inner>, mut inbox: mpsc::UnboundedRecei
         }
         while let Some(ev) = swim.poll_event() {
             apply(&inner, ev, &mut incompatible);
+        }
+        if swim.stats().declared_dead > declared_dead {
+            // The others stopped counting this node meanwhile: its directory
+            // index records may miss changes they counted as done. Checked here,
+            // as the refutation is taken, not on the next hello tick.
+            declared_dead = swim.stats().declared_dead;
+            inner.index_forget_all("this node was declared dead");
         }
         keep_connected(&inner, swim.successors(), &mut successors);
     }

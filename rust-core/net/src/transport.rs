@@ -10,17 +10,18 @@ use libp2p::{PeerId, Stream};
 
 use fragstate_client::transport::{FragmentSink, Transport};
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
+use fragstate_core::dir_index::quorum::{Answer, IndexUpdate};
 use fragstate_core::error::{Error, Result};
 use fragstate_core::format::{self, CellFrame, FragmentHeader, Manifest, ObjectSummary};
 use fragstate_core::ids::{FragmentKey, NodeId};
-use fragstate_core::placement::NodeInfo;
+use fragstate_core::placement::{NodeInfo, PlacementPolicy};
 use fragstate_core::version::ManifestPut;
 use fragstate_store::FragmentStore;
 
 use crate::node::NetNode;
 use crate::pool::{expect_kind, node_fault};
 use crate::state::{blocking, Inner};
-use crate::wire::{self, Expect, GetCellReq, Kind, ListPage, ListReq, WireDelete, WireDeleteStats};
+use crate::wire::{self, Expect, GetCellReq, IndexReadReq, IndexUpdateReq, Kind, ListPage, ListReq, WireDelete, WireDeleteStats};
 
 pub(crate) struct LocalSink {
     store: Arc<FragmentStore>,
@@ -194,5 +195,32 @@ impl Transport for NetNode {
         expect_kind(node, &f, Kind::Deleted)?;
         let st: WireDeleteStats = wire::decode("delete stats", &f.body).map_err(|e| node_fault(node, e))?;
         Ok(st.into())
+    }
+
+    async fn index_update(&self, node: &NodeId, dir: &str, update: &IndexUpdate) -> Result<()> {
+        let inner = &self.inner;
+        let req = IndexUpdateReq { dir: dir.to_string(), update: update.clone() };
+        if node == &inner.id {
+            return inner.index_update(&req);
+        }
+        // checked here too: a node answers a bad request with an error, and
+        // a fill too large for one frame must not reach the encoder's panic
+        req.check()?;
+        let body = wire::try_encode("index update", &req)?;
+        let f = inner.request(node, Kind::IndexUpdate, &body, &[]).await?;
+        expect_kind(node, &f, Kind::Ok)
+    }
+
+    async fn index_read(&self, node: &NodeId, dir: &str, width: usize, policy: PlacementPolicy) -> Result<Answer> {
+        let inner = &self.inner;
+        let width = u32::try_from(width).unwrap_or(u32::MAX);
+        let req = IndexReadReq { dir: dir.to_string(), width, shared_domains: policy.allow_shared_domains };
+        if node == &inner.id {
+            return inner.index_read(&req);
+        }
+        req.check()?;
+        let f = inner.request(node, Kind::IndexRead, &wire::encode(&req), &[]).await?;
+        expect_kind(node, &f, Kind::IndexAnswer)?;
+        wire::decode_canonical("index answer", &f.body).map_err(|e| node_fault(node, e))
     }
 }

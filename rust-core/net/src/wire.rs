@@ -25,6 +25,10 @@ use fragstate_core::ids::NodeId;
 use fragstate_core::version::WriteVersion;
 pub use fragstate_client::scrubber::ScrubStats;
 pub use crate::node_stats::NodeStats;
+pub use index::{decode_canonical, try_encode, IndexAnswer, IndexReadReq, IndexUpdateReq, MAX_INDEX_WIDTH};
+
+#[path = "wire_index.rs"]
+mod index;
 
 /// length (4) + kind (1).
 pub const FRAME_HEADER_LEN: usize = 5;
@@ -58,6 +62,10 @@ pub enum Kind {
     /// A holder asks another holder which copies of its objects it has (body:
     /// [`HeldCheckReq`]); answered `HeldAnswers`.
     CheckHeld = 15,
+    /// A change, birth or fill of a directory's index (body: [`IndexUpdateReq`]); answered `Ok`.
+    IndexUpdate = 16,
+    /// A holder's record of a directory's index (body: [`IndexReadReq`]); answered `IndexAnswer`.
+    IndexRead = 17,
     Ok = 64,
     Err = 65,
     CellData = 66,
@@ -71,6 +79,8 @@ pub enum Kind {
     ManifestPut = 73,
     /// Answer to `CheckHeld`: one [`HeldAnswer`] per query, in order.
     HeldAnswers = 74,
+    /// Answer to `IndexRead`: the holder's record, an `Option<Record>` ([`IndexAnswer`]).
+    IndexAnswer = 75,
 }
 
 impl Kind {
@@ -92,6 +102,8 @@ impl Kind {
             13 => ReportCorrupt,
             14 => Probe,
             15 => CheckHeld,
+            16 => IndexUpdate,
+            17 => IndexRead,
             64 => Ok,
             65 => Err,
             66 => CellData,
@@ -103,6 +115,7 @@ impl Kind {
             72 => HelloReply,
             73 => ManifestPut,
             74 => HeldAnswers,
+            75 => IndexAnswer,
             _ => return None,
         })
     }
@@ -151,7 +164,7 @@ impl Expect {
         use Kind::*;
         match self {
             Expect::Request => {
-                matches!(kind, Hello | OpenFragment | GetCell | PutManifest | GetManifest | List | Delete | Stat | ReportCorrupt | Probe | CheckHeld)
+                matches!(kind, Hello | OpenFragment | GetCell | PutManifest | GetManifest | List | Delete | Stat | ReportCorrupt | Probe | CheckHeld | IndexUpdate | IndexRead)
                     || (matches!(kind, BenchSink | BenchSource) && cfg!(feature = "bench"))
             }
             Expect::Upload { .. } => matches!(kind, Cell | Finish),
@@ -179,7 +192,7 @@ impl Kind {
         use Kind::*;
         match self {
             Hello => &[HelloReply],
-            OpenFragment | Finish | ReportCorrupt | BenchSink => &[Ok],
+            OpenFragment | Finish | ReportCorrupt | BenchSink | IndexUpdate => &[Ok],
             GetCell | Probe => &[CellData],
             PutManifest => &[ManifestPut],
             GetManifest => &[ManifestData, NoManifest],
@@ -187,8 +200,9 @@ impl Kind {
             Delete => &[Deleted],
             Stat => &[Stats],
             CheckHeld => &[HeldAnswers],
+            IndexRead => &[IndexAnswer],
             BenchSource => &[CellData, Ok],
-            Cell | Ok | Err | CellData | ManifestData | NoManifest | Listing | Deleted | Stats | HelloReply | ManifestPut | HeldAnswers => &[],
+            Cell | Ok | Err | CellData | ManifestData | NoManifest | Listing | Deleted | Stats | HelloReply | ManifestPut | HeldAnswers | IndexAnswer => &[],
         }
     }
 }
@@ -364,8 +378,10 @@ pub struct Hello {
 /// of overwrites (the older writes of a path).
 /// 8: `CheckHeld` requests (a holder's check of its copies with the other
 /// holders, [`fragstate_core::holder_check`]); [`NodeStats`] counts them.
+/// 9: `IndexUpdate` and `IndexRead` requests: the directory index
+/// ([`fragstate_core::dir_index`]) on storage nodes; [`NodeStats`] counts its records.
 /// Peers of another version are not members ([`decode_hello`]).
-pub const PROTOCOL_VERSION: u32 = 8;
+pub const PROTOCOL_VERSION: u32 = 9;
 
 /// A `CheckHeld` request: the asker's copies of objects the receiver also holds.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -87,7 +87,7 @@ fn a_frame_of_a_kind_not_expected_is_refused_from_its_header() {
 
 #[test]
 fn every_request_has_its_answers_and_err_answers_anything() {
-    for kind in [Kind::Hello, Kind::OpenFragment, Kind::GetCell, Kind::PutManifest, Kind::GetManifest, Kind::List, Kind::Delete, Kind::Stat, Kind::ReportCorrupt, Kind::Probe, Kind::CheckHeld, Kind::Finish] {
+    for kind in [Kind::Hello, Kind::OpenFragment, Kind::GetCell, Kind::PutManifest, Kind::GetManifest, Kind::List, Kind::Delete, Kind::Stat, Kind::ReportCorrupt, Kind::Probe, Kind::CheckHeld, Kind::IndexUpdate, Kind::IndexRead, Kind::Finish] {
         assert!(!kind.answers().is_empty(), "{kind:?}");
         for answer in kind.answers().iter().copied().chain([Kind::Err]) {
             // an empty body: the kind was accepted
@@ -149,6 +149,9 @@ fn garbage_bodies_never_panic() {
         let _ = decode::<Vec<ObjectSummary>>("list", &b);
         let _ = decode::<HeldCheckReq>("check held", &b);
         let _ = decode::<Vec<HeldAnswer>>("held answers", &b);
+        let _ = decode_canonical::<IndexUpdateReq>("index update", &b);
+        let _ = decode::<IndexReadReq>("index read", &b);
+        let _ = decode_canonical::<IndexAnswer>("index answer", &b);
     }
 }
 
@@ -166,5 +169,108 @@ fn held_checks_round_trip_and_every_kind_number_is_its_own() {
         if let Some(k) = Kind::from_u8(b) {
             assert_eq!(k as u8, b);
         }
+    }
+}
+
+mod index {
+    use super::*;
+    use crate::tombstone_set::MAX_TOMBSTONE_PATH;
+    use fragstate_core::dir_index::quorum::{IndexUpdate, Record};
+    use fragstate_core::dir_index::{Change, DirIndex};
+    use fragstate_core::version::WriteVersion;
+
+    fn v(t: u64) -> WriteVersion {
+        WriteVersion { created_unix_ms: t, write_id: u128::MAX - t as u128 }
+    }
+
+    fn frame_of(kind: Kind, body: &[u8]) -> Vec<u8> {
+        let mut buf = Vec::new();
+        block(write_frame(&mut buf, kind, body, b"")).unwrap();
+        buf
+    }
+
+    #[test]
+    fn index_requests_and_answers_round_trip_as_frames() {
+        let mut fill = DirIndex::default();
+        fill.apply("b", Change::Add(v(2)));
+        fill.apply("a/", Change::Remove(v(1)));
+        let updates = [
+            IndexUpdate::Apply { name: "_metadata".into(), change: Change::Add(v(7)) },
+            IndexUpdate::Create,
+            IndexUpdate::Fill(fill.clone()),
+        ];
+        for update in updates {
+            let req = IndexUpdateReq { dir: "job/chk-1/".into(), update };
+            let mut r = Cursor::new(frame_of(Kind::IndexUpdate, &encode(&req)));
+            let f = block(read_frame(&mut r, Expect::Request)).unwrap().unwrap();
+            assert_eq!(f.kind, Kind::IndexUpdate);
+            assert_eq!(decode_canonical::<IndexUpdateReq>("index update", &f.body).unwrap(), req);
+            assert!(req.check().is_ok());
+        }
+        let read = IndexReadReq { dir: "job/".into(), width: 6, shared_domains: true };
+        let f = block(read_frame(&mut Cursor::new(frame_of(Kind::IndexRead, &encode(&read))), Expect::Request)).unwrap().unwrap();
+        assert_eq!(decode::<IndexReadReq>("index read", &f.body).unwrap(), read);
+        assert!(read.policy().allow_shared_domains);
+        for answer in [None, Some(Record { index: fill, complete: true })] {
+            let body = try_encode("index answer", &answer).unwrap();
+            let f = block(read_frame(&mut Cursor::new(frame_of(Kind::IndexAnswer, &body)), Expect::response(Kind::IndexRead))).unwrap().unwrap();
+            assert_eq!(decode_canonical::<IndexAnswer>("index answer", &f.body).unwrap(), answer);
+        }
+        // an IndexAnswer answers IndexRead only, and is no request
+        for (kind, expect) in [(Kind::IndexAnswer, Expect::response(Kind::IndexUpdate)), (Kind::IndexAnswer, Expect::Request), (Kind::Ok, Expect::response(Kind::IndexRead))] {
+            let e = block(read_frame(&mut header_only(kind, 0), expect)).err().expect("refused");
+            assert!(is_protocol_violation(&e), "{kind:?} under {expect:?}: {e}");
+        }
+        assert_eq!((Kind::from_u8(16), Kind::from_u8(17), Kind::from_u8(75)), (Some(Kind::IndexUpdate), Some(Kind::IndexRead), Some(Kind::IndexAnswer)));
+    }
+
+    #[test]
+    fn index_requests_name_a_directory_within_the_path_bound_and_a_width_in_range() {
+        let read = |dir: &str, width| IndexReadReq { dir: dir.into(), width, shared_domains: false }.check();
+        assert!(read("a/", 1).is_ok() && read("a/", MAX_INDEX_WIDTH).is_ok());
+        let longest = format!("{}/", "d".repeat(MAX_TOMBSTONE_PATH - 1));
+        assert!(read(&longest, 6).is_ok());
+        for (dir, width) in [("a", 6), ("", 6), ("a/", 0), ("a/", MAX_INDEX_WIDTH + 1), (&format!("d{longest}"), 6)] {
+            let e = read(dir, width).expect_err("refused");
+            assert!(matches!(e, Error::InvalidParameter { .. }), "{dir:.10} {width}: {e}");
+        }
+        let update = |dir: &str, name: &str| IndexUpdateReq { dir: dir.into(), update: IndexUpdate::Apply { name: name.into(), change: Change::Add(v(1)) } }.check();
+        assert!(update("a/", "x").is_ok());
+        assert!(update("a", "x").is_err(), "not a directory");
+        assert!(update("a/", "").is_err(), "an empty name");
+        assert!(update("a/", &"x".repeat(MAX_TOMBSTONE_PATH - 1)).is_err(), "a path over the bound with its directory");
+        assert!(update("a/", &"x".repeat(MAX_TOMBSTONE_PATH - 2)).is_ok());
+        let create = IndexUpdateReq { dir: longest.clone() + "x/", update: IndexUpdate::Create };
+        assert!(create.check().is_err());
+    }
+
+    #[test]
+    fn an_index_body_in_another_order_than_its_own_is_refused() {
+        let mut ix = DirIndex::default();
+        ix.apply("a", Change::Add(v(1)));
+        ix.apply("b", Change::Add(v(2)));
+        let body = encode(&IndexUpdateReq { dir: "d/".into(), update: IndexUpdate::Fill(ix) });
+        // the two entries (name length 8 + 1 byte + entry) swapped
+        let entry = (body.len() - (8 + 2 + 4 + 8)) / 2;
+        let start = body.len() - 2 * entry;
+        let mut swapped = body[..start].to_vec();
+        swapped.extend_from_slice(&body[start + entry..]);
+        swapped.extend_from_slice(&body[start..start + entry]);
+        assert_ne!(swapped, body);
+        let lax: IndexUpdateReq = decode("index update", &swapped).expect("bincode reads either order");
+        assert_eq!(encode(&lax), body);
+        let e = decode_canonical::<IndexUpdateReq>("index update", &swapped).expect_err("refused");
+        assert!(is_protocol_violation(&e) && e.to_string().contains("canonical"), "{e}");
+    }
+
+    #[test]
+    fn a_record_too_large_for_a_frame_is_an_error_not_a_panic() {
+        let mut ix = DirIndex::default();
+        let name = "n".repeat(4000);
+        for i in 0..(MAX_CONTROL_BODY as usize / 4000 + 10) {
+            ix.apply(&format!("{name}{i}"), Change::Add(v(1)));
+        }
+        let e = try_encode("index answer", &Some(Record { index: ix, complete: true })).expect_err("over the frame limit");
+        assert!(e.to_string().contains("does not fit in one frame"), "{e}");
     }
 }

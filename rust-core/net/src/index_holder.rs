@@ -1,0 +1,208 @@
+//! The directory index records a storage node keeps for the directories it
+//! holds (`fragstate_core::dir_index`; NETWORK.md, "What still goes to every
+//! node": the plan and its quorums), answering `IndexUpdate` and `IndexRead`
+//! requests, and what keeps a record's *completeness* honest here:
+//!
+//! - a read from a reader whose ranking of the directory's holders (its
+//!   width and policy, over this node's view) leaves this node out makes
+//!   the record incomplete before it is answered: this node is not one of
+//!   the holders a writer counted;
+//! - every hello interval, each record is ranked again (with the width and
+//!   policy its last reader sent, else the last any reader sent) and loses
+//!   its completeness once this node is no longer among its holders; names
+//!   removed longer ago than the tombstones' TTL are pruned;
+//! - under SWIM, when this node learns it was declared dead (the others
+//!   stopped counting it, `SwimStats::declared_dead`), and under the mesh,
+//!   when the connection to a storage peer broke or its pings failed (that
+//!   peer stopped counting this node), every record becomes incomplete.
+//!
+//! In memory only: a restarted node has no records and answers none, so it is
+//! a newcomer to every directory — the case the quorum argument of
+//! `fragstate_core::dir_index::quorum` covers (its records come back partial
+//! from changes and complete from births and fills). Bounded by
+//! [`MAX_INDEX_BYTES`]: past it the least recently changed records are
+//! dropped whole (`index_dropped` in stats), one more newcomer each.
+//!
+//! Not yet: a view change undone between two hello intervals (a node that
+//! joined and left within one) is not seen by the recheck; reads still rank
+//! this node at the time of each read.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use fragstate_core::dir_index::holders;
+use fragstate_core::dir_index::quorum::{Answer, IndexUpdate, Records};
+use fragstate_core::error::{Error, Result};
+use fragstate_core::ids::{now_unix_ms, NodeId};
+use fragstate_core::placement::{NodeInfo, PlacementPolicy};
+
+use crate::state::{lock, Inner};
+use crate::wire::{IndexReadReq, IndexUpdateReq};
+
+/// Bytes of directory index records a storage node keeps at most (names,
+/// entries and a per-record overhead, `Records::with_max_bytes`).
+pub const MAX_INDEX_BYTES: usize = 64 << 20;
+
+/// How often removed names are pruned (at most; on the hello tick).
+const PRUNE_EVERY: Duration = Duration::from_secs(60);
+
+/// How a reader ranks a directory's holders.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rank {
+    pub width: usize,
+    pub policy: PlacementPolicy,
+}
+
+/// A storage node's records and the rankings its readers asked for.
+pub(crate) struct IndexHolder {
+    records: Records,
+    /// Per directory with a record, the rank its last reader sent.
+    ranks: HashMap<String, Rank>,
+    /// The last rank any reader sent: a record no reader asked for yet (a
+    /// birth, changes) is ranked with it (one cluster's readers share `k + m`).
+    last_rank: Option<Rank>,
+    last_prune: Option<Instant>,
+}
+
+impl IndexHolder {
+    pub(crate) fn new(max_bytes: usize) -> Self {
+        IndexHolder { records: Records::with_max_bytes(max_bytes), ranks: HashMap::new(), last_rank: None, last_prune: None }
+    }
+
+    pub(crate) fn update(&mut self, dir: &str, update: &IndexUpdate) {
+        self.records.update_with(dir, update);
+    }
+
+    /// The answer to a reader that ranks with `rank`; the record loses its
+    /// completeness first when `me` is not among the holders over `view`.
+    pub(crate) fn read(&mut self, dir: &str, rank: Rank, me: &NodeId, view: &[NodeInfo]) -> Answer {
+        self.last_rank = Some(rank);
+        let answer = self.records.answer(dir)?;
+        self.ranks.insert(dir.to_string(), rank);
+        if answer.complete && !holds(dir, rank, me, view) {
+            // O(records) (the core's only way to reach one record's flag), only
+            // when the reader's view and this node's disagree
+            self.records.forget_completeness(|d| d == dir);
+            return self.records.answer(dir);
+        }
+        Some(answer)
+    }
+
+    /// Ranks every record again over `view`: those `me` no longer holds lose
+    /// their completeness; rankings of directories with no record are dropped.
+    pub(crate) fn recheck(&mut self, me: &NodeId, view: &[NodeInfo]) {
+        let (ranks, last) = (&mut self.ranks, self.last_rank);
+        let mut kept = HashMap::with_capacity(ranks.len());
+        self.records.forget_completeness(|dir| {
+            let rank = match ranks.remove_entry(dir) {
+                Some((d, r)) => {
+                    kept.insert(d, r);
+                    Some(r)
+                }
+                None => last,
+            };
+            rank.is_some_and(|r| !holds(dir, r, me, view))
+        });
+        self.ranks = kept;
+    }
+
+    /// Every record becomes incomplete (this node may have missed changes others counted as done).
+    pub(crate) fn forget_all(&mut self) {
+        self.records.forget_completeness(|_| true);
+    }
+
+    /// Prunes names removed before `cut_unix_ms` (and records left empty) if
+    /// [`PRUNE_EVERY`] passed since the last pruning; how many records went.
+    pub(crate) fn prune_due(&mut self, cut_unix_ms: u64, now: Instant) -> usize {
+        if self.last_prune.is_some_and(|t| now.duration_since(t) < PRUNE_EVERY) {
+            return 0;
+        }
+        self.last_prune = Some(now);
+        self.records.prune_removed(cut_unix_ms)
+    }
+
+    /// Records kept, their bytes, and records dropped for the bound so far.
+    pub(crate) fn figures(&self) -> (u64, u64, u64) {
+        (self.records.len() as u64, self.records.bytes() as u64, self.records.dropped())
+    }
+}
+
+/// Whether `me` is among the `rank.width` holders of `dir` over `view`.
+fn holds(dir: &str, rank: Rank, me: &NodeId, view: &[NodeInfo]) -> bool {
+    holders(dir, view, rank.width, rank.policy).contains(me)
+}
+
+impl Inner {
+    /// The view a reader ranks this node in. A client ranks over its
+    /// `Transport::live_nodes` (`Inner::live`: the live storage peers, and
+    /// itself when it is a storage node with `include_self`, the default), so
+    /// the reader's view holds this node as a storage peer described by its
+    /// hello or SWIM meta. This node's own `live` holds itself only with
+    /// `include_self`: it is added here when missing, so that the ranking is
+    /// over the same nodes. (Its free bytes, which weigh the ranking, are
+    /// its current ones here and its last announced ones at the reader: views
+    /// converge within a hello interval or SWIM's meta threshold, the
+    /// agreement the quorum argument assumes.)
+    fn index_view(&self) -> Vec<NodeInfo> {
+        let mut view = self.live();
+        if let (false, Some(store)) = (view.iter().any(|n| n.id == self.id), &self.cfg.store) {
+            view.push(NodeInfo { id: self.id.clone(), domain: self.cfg.domain.as_str().into(), free_bytes: store.usage().free_bytes() });
+        }
+        view
+    }
+
+    /// A client node keeps no indexes.
+    fn index_holder(&self) -> Result<()> {
+        match self.cfg.store {
+            Some(_) => Ok(()),
+            None => Err(Error::NodeUnavailable { node: self.id.clone(), reason: "this is a client node: it keeps no directory indexes".into() }),
+        }
+    }
+
+    /// Serves an `IndexUpdate` (from a peer or this node's own client).
+    pub(crate) fn index_update(&self, req: &IndexUpdateReq) -> Result<()> {
+        self.index_holder()?;
+        req.check()?;
+        lock(&self.index).update(&req.dir, &req.update);
+        Ok(())
+    }
+
+    /// Serves an `IndexRead` (from a peer or this node's own client).
+    pub(crate) fn index_read(&self, req: &IndexReadReq) -> Result<Answer> {
+        self.index_holder()?;
+        req.check()?;
+        let view = self.index_view();
+        let rank = Rank { width: req.width as usize, policy: req.policy() };
+        Ok(lock(&self.index).read(&req.dir, rank, &self.id, &view))
+    }
+
+    /// The hello tick's upkeep: rankings rechecked, old removed names pruned
+    /// (at the tombstones' TTL: a late add of a version that old is taken as present).
+    pub(crate) fn maintain_index(&self) {
+        if self.cfg.store.is_none() {
+            return;
+        }
+        let view = self.index_view();
+        let cut = now_unix_ms().saturating_sub(self.cfg.tombstone_limits.ttl_ms);
+        let mut index = lock(&self.index);
+        index.recheck(&self.id, &view);
+        index.prune_due(cut, Instant::now());
+    }
+
+    /// Every record becomes incomplete, for `why` (logged).
+    pub(crate) fn index_forget_all(&self, why: &str) {
+        if self.cfg.store.is_none() {
+            return;
+        }
+        let mut index = lock(&self.index);
+        if index.records.is_empty() {
+            return;
+        }
+        tracing::info!(reason = why, records = index.records.len(), "directory index records are incomplete until filled again");
+        index.forget_all();
+    }
+}
+
+#[cfg(test)]
+#[path = "index_holder_tests.rs"]
+mod tests;

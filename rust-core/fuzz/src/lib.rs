@@ -72,6 +72,13 @@ fn round_trip<T: Serialize + DeserializeOwned>(what: &str, body: &[u8]) -> Optio
     Some(v)
 }
 
+/// [`round_trip`] for a body decoded with `wire::decode_canonical`.
+fn canonical<T: Serialize + DeserializeOwned>(what: &str, body: &[u8]) -> Option<T> {
+    let v: T = wire::decode_canonical(what, body).ok()?;
+    assert_eq!(wire::encode(&v), body, "{what}: a decoded body re-encodes to other bytes");
+    Some(v)
+}
+
 /// The body of a frame of `kind` as its receiver decodes it; `max_cell` bounds a cell.
 fn decode_body(kind: Kind, body: Bytes, max_cell: u32) {
     match kind {
@@ -97,6 +104,20 @@ fn decode_body(kind: Kind, body: Bytes, max_cell: u32) {
         Kind::ManifestPut => drop(round_trip::<ManifestPut>("manifest put", &body)),
         Kind::CheckHeld => drop(round_trip::<wire::HeldCheckReq>("check held", &body)),
         Kind::HeldAnswers => drop(round_trip::<Vec<wire::HeldAnswer>>("held answers", &body)),
+        // Bodies with maps: only their canonical encoding decodes (wire::decode_canonical).
+        Kind::IndexUpdate => {
+            if let Some(req) = canonical::<wire::IndexUpdateReq>("index update", &body) {
+                let _ = req.check();
+            }
+        }
+        Kind::IndexRead => {
+            if let Some(req) = round_trip::<wire::IndexReadReq>("index read", &body) {
+                if req.check().is_ok() {
+                    assert!(req.dir.ends_with('/') && (1..=wire::MAX_INDEX_WIDTH).contains(&req.width));
+                }
+            }
+        }
+        Kind::IndexAnswer => drop(canonical::<wire::IndexAnswer>("index answer", &body)),
         Kind::Finish | Kind::Ok | Kind::NoManifest | Kind::Stat | Kind::BenchSink => {}
     }
 }
@@ -142,7 +163,7 @@ pub fn frames(data: &[u8]) {
 /// Every small structured body, selected by the first byte, decoded alone.
 pub fn bodies(data: &[u8]) {
     let Some((&which, body)) = data.split_first() else { return };
-    const KINDS: [Kind; 12] = [
+    const KINDS: [Kind; 15] = [
         Kind::GetCell,
         Kind::List,
         Kind::Delete,
@@ -155,6 +176,9 @@ pub fn bodies(data: &[u8]) {
         Kind::HelloReply,
         Kind::ReportCorrupt,
         Kind::Probe,
+        Kind::IndexUpdate,
+        Kind::IndexRead,
+        Kind::IndexAnswer,
     ];
     decode_body(KINDS[which as usize % KINDS.len()], Bytes::copy_from_slice(body), MAX_CELL_SIZE);
 }

@@ -7,6 +7,8 @@
 use bytes::BytesMut;
 
 use fragstate_core::codec::StripeCodec;
+use fragstate_core::dir_index::quorum::{IndexUpdate, Record};
+use fragstate_core::dir_index::{Change, DirIndex};
 use fragstate_core::format::{self, FragmentHeader, Manifest, ObjectSummary};
 use fragstate_core::ids::NodeId;
 use fragstate_core::params::{CodingParams, Compression};
@@ -107,6 +109,7 @@ pub fn all() -> Vec<Seed> {
     let put = wire::encode(&ManifestPut::KeptNewer(WriteVersion { created_unix_ms: NOW_MS, write_id: 2 }));
     let check_held = wire::encode(&wire::HeldCheckReq { queries: vec![wire::HeldQuery::of(&plain.manifest)] });
     let held = wire::encode(&vec![wire::HeldAnswer::NewerRevision { names_asker: false }, wire::HeldAnswer::Deleted]);
+    let (index_update, index_read, index_answer) = index_bodies();
 
     // A server's requests (mode 0): hello, an upload's header, reads, a manifest, deletes.
     let mut requests = vec![0u8];
@@ -119,6 +122,8 @@ pub fn all() -> Vec<Seed> {
         (Kind::Delete, &delete),
         (Kind::Stat, &vec![]),
         (Kind::CheckHeld, &check_held),
+        (Kind::IndexUpdate, &index_update),
+        (Kind::IndexRead, &index_read),
     ] {
         requests.extend(frame(kind, body));
     }
@@ -142,6 +147,7 @@ pub fn all() -> Vec<Seed> {
         (Kind::Hello, Kind::HelloReply, &hello_body()),
         (Kind::GetCell, Kind::Err, &error),
         (Kind::CheckHeld, Kind::HeldAnswers, &held),
+        (Kind::IndexRead, Kind::IndexAnswer, &index_answer),
     ] {
         let mut answer = vec![2u8, to as u8];
         answer.extend_from_slice(&4096u32.to_le_bytes());
@@ -149,10 +155,10 @@ pub fn all() -> Vec<Seed> {
         add("frames", &format!("answer-{kind:?}").to_lowercase(), answer);
     }
 
-    for (i, body) in [&get_cell, &list, &delete, &8u64.to_le_bytes().to_vec(), &listing, &deleted, &stats, &error, &put, &hello_body(), &get_cell]
-        .into_iter()
-        .enumerate()
-    {
+    let bodies = [&get_cell, &list, &delete, &8u64.to_le_bytes().to_vec(), &listing, &deleted, &stats, &error, &put, &hello_body(), &get_cell];
+    // indexes 12, 13, 14 of targets::bodies' kinds (11, a probe, has no seed)
+    let index_kinds = [(12, &index_update), (13, &index_read), (14, &index_answer)];
+    for (i, body) in bodies.into_iter().enumerate().chain(index_kinds) {
         let mut b = vec![i as u8];
         b.extend_from_slice(body);
         add("bodies", &format!("{i}"), b);
@@ -203,6 +209,19 @@ pub fn all() -> Vec<Seed> {
     add("swim", "ping-req", swim_wire::encode(&Message::PingReq { seq: 2, target: member(3).node, updates: vec![] }));
     add("swim", "sync", swim_wire::encode(&Message::Sync { members: (1..=4).map(member).collect(), reply: true }));
     seeds
+}
+
+/// An `IndexUpdate` (a fill, the longest body), an `IndexRead` and the record it answers.
+fn index_bodies() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    let mut ix = DirIndex::default();
+    ix.apply("_metadata", Change::Add(WriteVersion { created_unix_ms: NOW_MS, write_id: 3 }));
+    ix.apply("shared/", Change::Add(WriteVersion { created_unix_ms: NOW_MS - 5, write_id: 4 }));
+    ix.apply("old", Change::Remove(WriteVersion { created_unix_ms: NOW_MS - 9, write_id: 5 }));
+    let dir = "fragstate://seed/job/chk-7/".to_string();
+    let update = wire::encode(&wire::IndexUpdateReq { dir: dir.clone(), update: IndexUpdate::Fill(ix.clone()) });
+    let read = wire::encode(&wire::IndexReadReq { dir, width: 6, shared_domains: false });
+    let answer = wire::encode(&Some(Record { index: ix, complete: true }));
+    (update, read, answer)
 }
 
 /// Membership news of a storage node with a fixed identity (seed `i`).

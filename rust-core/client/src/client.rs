@@ -15,11 +15,12 @@ use fragstate_core::error::{Error, Result};
 use fragstate_core::format::{Manifest, ObjectSummary};
 use fragstate_core::params::CodingParams;
 use fragstate_core::ids::{now_unix_ms, NodeId};
+use fragstate_core::dir_index::{entries_of, Change};
 use fragstate_core::version::WriteVersion;
 use crate::adaptive::{Adaptive, AdaptiveStats};
 use crate::buffers::StripeBuffers;
 use crate::config::ClientConfig;
-use crate::ctx::{bump, broadcast_delete, delete_on, timed, Counters, Ctx, InflightBytes, PeerSpeeds, PeerStats};
+use crate::ctx::{broadcast_delete, bump, delete_on, list_everywhere, Counters, Ctx, InflightBytes, PeerSpeeds, PeerStats};
 use crate::reader::ObjectReader;
 use crate::transport::Transport;
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
@@ -70,6 +71,11 @@ pub struct ClientStats {
     /// Lookups the first round settled: the nodes placement ranks first for
     /// the path answered, no other node was asked ([`fragstate_core::lookup`]).
     pub manifest_lookups_by_path: u64,
+    /// Directory index reads, those that settled (the rest asked every node
+    /// instead), and every index request sent (NETWORK.md, directory index).
+    pub index_reads: u64,
+    pub index_reads_settled: u64,
+    pub index_requests: u64,
     /// Adaptive mode's phase and decision (`enabled` false and zeros when it is off).
     pub adaptive: AdaptiveStats,
     /// What this client's own transfers show of each peer (cell answers and
@@ -99,6 +105,7 @@ impl Client {
             peer_speeds: PeerSpeeds::default(),
             probes: Semaphore::new(crate::ctx::MAX_PROBES_IN_FLIGHT),
             adaptive,
+            known_dirs: Default::default(),
         };
         Ok(Client { ctx: Arc::new(ctx) })
     }
@@ -175,40 +182,52 @@ impl Client {
         Ok(self.find_manifest_to_create(path).await?.map(|m| m.summary()))
     }
 
-    /// Committed objects under `prefix` (a plain string prefix), newest version of each path.
+    /// Committed objects under `prefix` (a plain string prefix), newest
+    /// version of each path, from every live node (an admin's listing).
     pub async fn list(&self, prefix: &str) -> Result<Vec<ObjectSummary>> {
-        let live = self.ctx.transport.live_nodes();
-        let answers = join_all(live.iter().map(|n| timed(&self.ctx, &n.id, self.ctx.transport.list(&n.id, prefix)))).await;
-        let mut by_path: BTreeMap<String, ObjectSummary> = BTreeMap::new();
-        for a in answers {
-            match a {
-                Ok(v) => {
-                    for s in v {
-                        let newer = by_path.get(&s.path).is_none_or(|o| (s.created_unix_ms, s.write_id) > (o.created_unix_ms, o.write_id));
-                        if newer {
-                            by_path.insert(s.path.clone(), s);
-                        }
-                    }
-                }
-                Err(e) => tracing::debug!(prefix, error = %e, "list failed on one node"),
-            }
-        }
-        Ok(by_path.into_values().collect())
+        Ok(list_everywhere(&self.ctx, prefix).await)
     }
 
     /// What `path` names: an object, an implicit directory (a prefix of at
-    /// least one object path followed by `/`), or nothing.
+    /// least one object path followed by `/`), or nothing. With a settled
+    /// index of the parent, `k + m` requests for a path that is nothing and
+    /// a manifest lookup for an object; every node otherwise.
     pub async fn path_kind(&self, path: &str) -> Result<PathKind> {
+        let dir = dir_prefix(path);
+        if let Some((parent, name)) = entries_of(path).into_iter().next() {
+            if let Some(index) = self.ctx.read_index(parent).await {
+                if index.contains(&name) {
+                    if let Some(s) = self.stat(path).await? {
+                        return Ok(PathKind::Object(s));
+                    }
+                }
+                if !index.contains(&dir_name(&name)) {
+                    return Ok(PathKind::Missing);
+                }
+                if let Some(empty) = self.ctx.dir_is_empty(&dir).await {
+                    return Ok(if empty { PathKind::Missing } else { PathKind::Directory });
+                }
+                return Ok(if list_everywhere(&self.ctx, &dir).await.is_empty() { PathKind::Missing } else { PathKind::Directory });
+            }
+        }
         if let Some(s) = self.stat(path).await? {
             return Ok(PathKind::Object(s));
         }
-        let dir = dir_prefix(path);
-        Ok(if self.list(&dir).await?.is_empty() { PathKind::Missing } else { PathKind::Directory })
+        Ok(if list_everywhere(&self.ctx, &dir).await.is_empty() { PathKind::Missing } else { PathKind::Directory })
     }
 
     /// The direct children of directory `dir`: objects and implicit subdirectories.
     pub async fn list_children(&self, dir: &str) -> Result<Vec<Child>> {
         Ok(children_of(dir, &self.list(&dir_prefix(dir)).await?))
+    }
+
+    /// Makes directory `dir` known to the directory index (born, and named in
+    /// its parent) where that can be decided safely, so that later questions
+    /// about it cost `k + m` requests instead of one per node. Directories
+    /// are implicit: nothing else is stored.
+    pub async fn mkdirs(&self, dir: &str) -> Result<()> {
+        self.ctx.ensure_dir(&dir_prefix(dir)).await;
+        Ok(())
     }
 
     /// Deletes `path` and, with `recursive`, everything under `path/`.
@@ -217,23 +236,68 @@ impl Client {
     /// node: a holder that is down gets the delete from the others when it
     /// is back (a hint in their hello to it, else its holder check; NETWORK.md
     /// "Deletes to holders only"). A recursive delete's prefix goes to every
-    /// live node (there is no holder list of a directory).
+    /// live node (there is no holder list of a directory). Without
+    /// `recursive`, a path that is a directory is deleted only if empty (its
+    /// name leaves the index), else the delete fails.
     pub async fn delete(&self, path: &str, recursive: bool) -> Result<DeleteReport> {
         let target = DeleteTarget::Path(path.to_string());
         let mut removed = DeleteStats::default();
-        let found = self.find_manifest_to_read(path).await?;
+        let entry = entries_of(path).into_iter().next();
+        let parent_index = match &entry {
+            Some((parent, _)) => self.ctx.read_index(parent).await,
+            None => None,
+        };
+        let found = match (&parent_index, &entry) {
+            // the settled index of the parent does not name it: no object there
+            (Some(index), Some((_, name))) if !index.contains(name) => None,
+            _ => self.find_manifest_to_read(path).await?,
+        };
         if let Some(m) = &found {
             let live: HashSet<NodeId> = self.ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
             let holders: Vec<NodeId> = m.holders.iter().filter(|h| live.contains(*h)).cloned().collect::<BTreeSet<_>>().into_iter().collect();
             removed += if holders.is_empty() { broadcast_delete(&self.ctx, &target).await? } else { delete_on(&self.ctx, &holders, &target).await? };
+            if let Some((parent, name)) = &entry {
+                self.ctx.index_remove(parent, vec![(name.clone(), Change::Remove(m.write_version()))]).await;
+            }
         }
         let mut objects = found.is_some() as u64;
+        let dir = dir_prefix(path);
+        let named_dir = match (&parent_index, &entry) {
+            (Some(index), Some((_, name))) => index.contains(&dir_name(name)),
+            _ => true,
+        };
         if recursive {
-            let dir = dir_prefix(path);
-            objects += self.list(&dir).await?.len() as u64;
-            removed += broadcast_delete(&self.ctx, &DeleteTarget::Prefix(dir)).await?;
+            let below = self.list(&dir).await?;
+            objects += below.len() as u64;
+            removed += broadcast_delete(&self.ctx, &DeleteTarget::Prefix(dir.clone())).await?;
+            self.index_remove_objects(&dir, &below).await;
+        } else if found.is_none() && named_dir {
+            let empty = match self.ctx.dir_is_empty(&dir).await {
+                Some(empty) => empty,
+                None => list_everywhere(&self.ctx, &dir).await.is_empty(),
+            };
+            if !empty {
+                return Err(Error::InvalidState { path: path.to_string(), reason: "the directory is not empty (use a recursive delete)".into() });
+            }
+            self.ctx.index_remove_dir(&dir, &[]).await;
         }
         Ok(DeleteReport { objects, removed })
+    }
+
+    /// A recursive delete's index changes: each object's name removed up to
+    /// its version, then the directory's and its subdirectories' names.
+    async fn index_remove_objects(&self, dir: &str, objects: &[ObjectSummary]) {
+        let mut by_parent: BTreeMap<&str, Vec<(String, Change)>> = BTreeMap::new();
+        let mut subdirs = BTreeSet::new();
+        for o in objects {
+            let entries = entries_of(&o.path);
+            let Some((parent, name)) = entries.first() else { continue };
+            let version = WriteVersion { created_unix_ms: o.created_unix_ms, write_id: o.write_id };
+            by_parent.entry(parent).or_default().push((name.clone(), Change::Remove(version)));
+            subdirs.extend(entries.iter().map(|(d, _)| d.to_string()).filter(|d| d.starts_with(dir) && d.len() > dir.len()));
+        }
+        join_all(by_parent.into_iter().map(|(parent, changes)| self.ctx.index_remove(parent, changes))).await;
+        self.ctx.index_remove_dir(dir, &subdirs.into_iter().collect::<Vec<_>>()).await;
     }
 
     /// Rebuilds every fragment of `path` whose holder is not live onto a new
@@ -296,6 +360,9 @@ impl Client {
             manifest_lookups: g(&c.manifest_lookups),
             manifest_requests: g(&c.manifest_requests),
             manifest_lookups_by_path: g(&c.manifest_lookups_by_path),
+            index_reads: g(&c.index_reads),
+            index_reads_settled: g(&c.index_reads_settled),
+            index_requests: g(&c.index_requests),
             adaptive: self.ctx.adaptive.as_ref().map(|a| a.stats()).unwrap_or_default(),
             peers: self.ctx.peer_speeds.snapshot(),
         }
@@ -329,6 +396,11 @@ pub struct Child {
     pub length: u64,
     /// Commit time of the object, or the newest object below a directory.
     pub modified_unix_ms: u64,
+}
+
+/// An index entry's name for a child directory: `x/` for `x`.
+fn dir_name(name: &str) -> String {
+    format!("{name}/")
 }
 
 /// `dir` with exactly one trailing `/`: the prefix its descendants share.

@@ -3,7 +3,7 @@
 //! broadcast delete. Below `writer`, `reader` and `repair`, which only
 //! depend downwards on it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -12,6 +12,7 @@ use tokio::sync::Semaphore;
 
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
 use fragstate_core::error::{Error, Result};
+use fragstate_core::format::ObjectSummary;
 use fragstate_core::ids::{now_unix_ms, NodeId};
 use fragstate_core::params::CodingParams;
 use fragstate_core::placement::{self, NodeInfo, Placement};
@@ -50,6 +51,11 @@ pub(crate) struct Counters {
     pub manifest_lookups: AtomicU64,
     pub manifest_requests: AtomicU64,
     pub manifest_lookups_by_path: AtomicU64,
+    /// Directory index reads, those that settled, and the index requests sent
+    /// (reads, changes, births, fills: `crate::dir_index`).
+    pub index_reads: AtomicU64,
+    pub index_reads_settled: AtomicU64,
+    pub index_requests: AtomicU64,
     /// Nodes that served at least one cell to this client.
     pub fetch_sources: std::sync::Mutex<HashSet<NodeId>>,
 }
@@ -198,6 +204,8 @@ pub(crate) struct Ctx {
     pub adaptive: Option<Adaptive>,
     /// Speed probes in flight ([`MAX_PROBES_IN_FLIGHT`]).
     pub probes: Semaphore,
+    /// Directories this client saw born or settled, and those it cannot bear.
+    pub known_dirs: crate::dir_index::KnownDirs,
 }
 
 impl Ctx {
@@ -293,6 +301,27 @@ pub(crate) async fn timed<T>(ctx: &Ctx, node: &NodeId, request: impl std::future
     }
 }
 
+
+/// Committed objects under `prefix` on every live node, the newest version of each path.
+pub(crate) async fn list_everywhere(ctx: &Ctx, prefix: &str) -> Vec<ObjectSummary> {
+    let live = ctx.transport.live_nodes();
+    let answers = join_all(live.iter().map(|n| timed(ctx, &n.id, ctx.transport.list(&n.id, prefix)))).await;
+    let mut by_path: BTreeMap<String, ObjectSummary> = BTreeMap::new();
+    for a in answers {
+        match a {
+            Ok(v) => {
+                for s in v {
+                    let newer = by_path.get(&s.path).is_none_or(|o| (s.created_unix_ms, s.write_id) > (o.created_unix_ms, o.write_id));
+                    if newer {
+                        by_path.insert(s.path.clone(), s);
+                    }
+                }
+            }
+            Err(e) => tracing::debug!(prefix, error = %e, "list failed on one node"),
+        }
+    }
+    by_path.into_values().collect()
+}
 
 /// Sends a delete to every live node; fails only if no node took it.
 pub(crate) async fn broadcast_delete(ctx: &Ctx, target: &DeleteTarget) -> Result<DeleteStats> {

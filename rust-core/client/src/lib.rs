@@ -4,7 +4,8 @@
 //! over the in-process [`mesh`] and over the network (`fragstate-net`).
 //!
 //! Dependencies point down only: [`client`] → [`writer`] → [`repair`] →
-//! [`reader`] → [`ctx`] (shared context, counters, broadcast delete) → [`adaptive`] (adaptive mode's
+//! [`reader`] → `dir_index` (the directory index's reads, changes and births)
+//! → [`ctx`] (shared context, counters, broadcast delete) → [`adaptive`] (adaptive mode's
 //! phases), `buffers` (stripe buffers reused across writes),
 //! [`config`], [`transport`]. [`mesh`] is a `Transport` of N in-process
 //! nodes over `fragstate-store`, with fault injection for tests.
@@ -17,6 +18,7 @@ pub mod client;
 pub mod config;
 mod buffers;
 mod ctx;
+mod dir_index;
 mod manifest_lookup;
 pub mod mesh;
 pub mod reader;

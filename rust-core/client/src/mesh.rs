@@ -5,7 +5,7 @@
 //! default of local Flink execution.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -19,7 +19,8 @@ use crate::scrubber::ScrubShared;
 use crate::transport::{FragmentSink, Transport};
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
 use fragstate_core::ids::NodeId;
-use fragstate_core::placement::NodeInfo;
+use fragstate_core::dir_index::{self, quorum::{Answer, IndexUpdate, Records}};
+use fragstate_core::placement::{NodeInfo, PlacementPolicy};
 use fragstate_core::version::ManifestPut;
 
 struct MeshNode {
@@ -34,6 +35,14 @@ struct MeshNode {
     requests: AtomicU64,
     /// Where readers' corrupt-cell reports go (a [`crate::scrubber::Scrubber`] of the node takes them).
     scrub: Arc<ScrubShared>,
+    /// The directory indexes it holds (kept while down, as its store is).
+    index: Mutex<Records>,
+}
+
+impl MeshNode {
+    fn index(&self) -> std::sync::MutexGuard<'_, Records> {
+        self.index.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl MeshNode {
@@ -80,6 +89,7 @@ impl Mesh {
                     failing_requests: AtomicU64::new(0),
                     requests: AtomicU64::new(0),
                     scrub: ScrubShared::new(),
+                    index: Mutex::new(Records::default()),
                 })
             })
             .collect();
@@ -121,9 +131,18 @@ impl Mesh {
         Ok(())
     }
 
+    /// Brings a killed node back. Its index records answer as incomplete
+    /// (it may have missed changes while down), as a restarted node's do.
     pub fn revive(&self, id: &NodeId) -> Result<()> {
-        self.node(id)?.alive.store(true, Ordering::Release);
+        let n = self.node(id)?;
+        n.index().forget_completeness(|_| true);
+        n.alive.store(true, Ordering::Release);
         Ok(())
+    }
+
+    /// The directory index records node `id` keeps (tests look at them).
+    pub fn index_answer(&self, id: &NodeId, dir: &str) -> Result<Answer> {
+        Ok(self.node(id)?.index().answer(dir))
     }
 
     /// Requests sent to node `id` so far (each cell of an upload counts).
@@ -233,5 +252,23 @@ impl Transport for Mesh {
         n.enter().await?;
         n.scrub.report(key.clone(), stripe);
         Ok(())
+    }
+
+    async fn index_update(&self, node: &NodeId, dir: &str, update: &IndexUpdate) -> Result<()> {
+        let n = self.node(node)?;
+        n.enter().await?;
+        n.index().update_with(dir, update);
+        Ok(())
+    }
+
+    async fn index_read(&self, node: &NodeId, dir: &str, width: usize, policy: PlacementPolicy) -> Result<Answer> {
+        let n = self.node(node)?;
+        n.enter().await?;
+        // The mesh's view is every node's: one that no longer ranks among the
+        // directory's holders may miss changes from now on.
+        if !dir_index::holders(dir, &self.live_nodes(), width, policy).contains(node) {
+            n.index().forget_completeness(|d| d == dir);
+        }
+        Ok(n.index().answer(dir))
     }
 }

@@ -4,6 +4,7 @@
 //! that fragment's earlier cells rebuilt from the others, so `close` commits
 //! with full redundancy or not at all. Memory is bounded by about one stripe.
 
+use fragstate_core::dir_index::{entries_of, Change};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
@@ -304,6 +305,14 @@ impl ObjectWriter {
             created_unix_ms: self.created_unix_ms,
             writer: self.ctx.cfg.writer_id.clone(),
         };
+        // in its parent's index before it is visible: a visible object is always named there
+        let version = manifest.write_version();
+        if let Err(e) = self.ctx.index_commit(&manifest.path, version).await {
+            if let Some((dir, name)) = entries_of(&manifest.path).into_iter().next() {
+                self.ctx.index_remove(dir, vec![(name, Change::Remove(version))]).await;
+            }
+            return Err(e);
+        }
         let mut avoid = self.failed.clone();
         let manifest = match publish_manifest(&self.ctx, manifest, &self.codec, &mut avoid).await? {
             Published::Visible(m) => m,

@@ -126,13 +126,15 @@ fn a_delete_asks_and_reaches_only_the_holders_of_the_path() {
         let path = "job/chk-3/state";
         let manifest = write(&c, path, &payload(40_000, 3), 10_000).await;
         let nodes = mesh.node_ids();
+        let index_holders = fragstate_core::dir_index::holders("job/chk-3/", &mesh.live_nodes(), 6, PlacementPolicy::default());
         let before: Vec<u64> = nodes.iter().map(|n| mesh.requests(n).unwrap()).collect();
         let report = c.delete(path, false).await.unwrap();
         assert_eq!((report.objects, report.removed.manifests, report.removed.fragments), (1, 6, 6));
         for (n, b) in nodes.iter().zip(before) {
             let sent = mesh.requests(n).unwrap() - b;
-            // a holder: the lookup's request and the delete; any other node: nothing
-            let expected = if manifest.holders.contains(n) { 2 } else { 0 };
+            // a holder: the lookup's request and the delete; a holder of the
+            // directory's index: its read and the name's removal; any other node: nothing
+            let expected = 2 * u64::from(manifest.holders.contains(n)) + 2 * u64::from(index_holders.contains(n));
             assert_eq!(sent, expected, "requests to {n}");
             assert!(mesh.store(n).unwrap().get_manifest(path).is_none());
         }

@@ -97,7 +97,7 @@ pub fn dirs_below<'a>(dir: &'a str, subdirs: impl IntoIterator<Item = &'a str>) 
 }
 
 /// The entry of directory `dir` (ending in `/`) in its parent: `("a/", "b/")` for `a/b/`.
-fn entry_in_parent(dir: &str) -> Option<(&str, String)> {
+pub fn entry_in_parent(dir: &str) -> Option<(&str, String)> {
     let (parent, name) = entries_of(dir.strip_suffix('/')?).into_iter().next()?;
     Some((parent, format!("{name}/")))
 }

@@ -347,6 +347,16 @@ pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_listStatus<'l
 }
 
 #[no_mangle]
+pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_mkdirs<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, dir: JString<'l>) {
+    guard(&mut env, (), |env| {
+        let dir = string(env, &dir, "dir")?;
+        let node = node()?;
+        runtime()?.block_on(node.client().mkdirs(&dir))?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
 pub extern "system" fn Java_io_fragstate_flink_jni_FragstateNative_delete<'l>(
     mut env: JNIEnv<'l>,
     _c: JClass<'l>,

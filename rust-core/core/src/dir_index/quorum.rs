@@ -73,6 +73,8 @@ pub enum IndexUpdate {
     /// A settled read's merge, for a holder whose answer was partial or
     /// missing ([`Records::fill`]: read repair).
     Fill(DirIndex),
+    /// Changes to several names at once (a recursive delete's removes).
+    Batch(Vec<(String, Change)>),
 }
 
 /// Bytes a record counts for besides its directory's name and its entries.
@@ -143,6 +145,11 @@ impl Records {
             }
             IndexUpdate::Create => self.create(dir),
             IndexUpdate::Fill(settled) => self.fill(dir, settled),
+            IndexUpdate::Batch(changes) => {
+                for (name, change) in changes {
+                    self.apply(dir, name, *change);
+                }
+            }
         }
     }
 

@@ -210,39 +210,28 @@ public class FragstateFileSystem extends FileSystem {
     }
 
     /**
-     * Deletes a file, or a directory with everything below it. A non-recursive delete of a
-     * (necessarily non-empty) directory fails; a path with nothing there returns false.
+     * Deletes a file, or a directory with everything below it. A non-recursive delete of an empty
+     * directory removes it; of a non-empty one it fails; a path with nothing there returns false.
      *
      * <p>The JobManager deletes each subsumed checkpoint's directory this way, once per
-     * checkpoint. The native delete has already looked for a file at the path, so the emptiness
-     * check only lists the path's children (one request per node) rather than a full stat (a
-     * file lookup and a listing).
+     * checkpoint. The native delete answers it from the directory index: a bounded number of
+     * nodes in a cluster of any size (rust-core/NETWORK.md, "directory index").
      */
     @Override
     public boolean delete(Path f, boolean recursive) throws IOException {
         String key = key(f);
         FragstateNode.ensureStarted();
-        if (recursive) {
-            return FragstateNative.delete(key, true) > 0;
+        if (isRoot(key) && !recursive) {
+            return false;
         }
-        if (FragstateNative.delete(key, false) > 0) {
-            return true;
-        }
-        if (!isRoot(key) && hasChildren(key)) {
-            throw new IOException("fragstate: directory " + key + " is not empty (use a recursive delete)");
-        }
-        return false;
-    }
-
-    private static boolean hasChildren(String key) throws IOException {
-        String[] names = (String[]) FragstateNative.listStatus(key)[0];
-        return names.length > 0;
+        return FragstateNative.delete(key, recursive) > 0;
     }
 
     /**
      * Directories are implicit: stores nothing, refuses a path that is or lies below a file. Each
      * ancestor is checked with {@link FragstateNative#statFile} (a bounded lookup: the JobManager
-     * makes a directory for every checkpoint).
+     * makes a directory for every checkpoint); the directory is then made known to the directory
+     * index ({@link FragstateNative#mkdirs}).
      */
     @Override
     public boolean mkdirs(Path f) throws IOException {
@@ -255,6 +244,7 @@ public class FragstateFileSystem extends FileSystem {
                         "fragstate: cannot create directory " + key + ": " + k + " is a file");
             }
         }
+        FragstateNative.mkdirs(key);
         return true;
     }
 

@@ -125,6 +125,17 @@ public final class FragstateNative {
      */
     public static native Object[] listStatus(String dir) throws IOException;
 
-    /** Deletes {@code path} (and everything below it if recursive); returns the objects removed. */
+    /**
+     * Deletes {@code path} (and everything below it if recursive); returns the objects removed. A
+     * non-recursive delete of a directory removes it if it is empty and fails with an {@link
+     * IOException} if it is not.
+     */
     public static native long delete(String path, boolean recursive) throws IOException;
+
+    /**
+     * Makes directory {@code dir} known to the directory index (rust-core/NETWORK.md, "directory
+     * index"), so that later questions about it (is a file there? is it empty?) ask a bounded
+     * number of nodes. Directories are implicit; nothing else is stored.
+     */
+    public static native void mkdirs(String dir) throws IOException;
 }

@@ -110,6 +110,7 @@ class JniMisuseTest {
         assertThatThrownBy(() -> FragstateNative.statFile(null)).isInstanceOf(NullPointerException.class);
         assertThatThrownBy(() -> FragstateNative.listStatus(null)).isInstanceOf(NullPointerException.class);
         assertThatThrownBy(() -> FragstateNative.delete(null, true)).isInstanceOf(NullPointerException.class);
+        assertThatThrownBy(() -> FragstateNative.mkdirs(null)).isInstanceOf(NullPointerException.class);
         assertThatThrownBy(() -> FragstateNative.startNode(null)).isInstanceOf(NullPointerException.class);
 
         long w = FragstateNative.createWriter(path(), false);

@@ -1,0 +1,281 @@
+//! The client's side of the directory index (`fragstate_core::dir_index`,
+//! NETWORK.md "What still goes to every node"): reads that settle from a
+//! directory's `k + m` holders, the changes a commit or a delete sends them,
+//! and a directory's birth. The rules (quorums, merging, what is complete)
+//! are core's; this module only asks the holders and counts their answers.
+//!
+//! - A read asks the directory's holders ([`dir_index::holders`]) and trusts
+//!   the merge of their answers once `k` were complete
+//!   ([`quorum::settle`]); holders whose answer was partial or missing are
+//!   filled with it (read repair), so newcomers become complete without a
+//!   separate repair pass. A read that does not settle returns `None`: the
+//!   caller asks every node, as without an index.
+//! - A commit adds its name to its parent's index before its manifest is
+//!   published ([`quorum::change_acks`] = `m + 1` acknowledgements, else the
+//!   write fails), so a visible object is always in its parent's index.
+//! - A directory is born (its records made complete: [`quorum::birth_acks`])
+//!   only when it provably has no history a birth could hide: its parent's
+//!   settled index does not name it, or — under a parent with no settled
+//!   index (the base directories, which nobody creates through the index) —
+//!   a listing of every node finds nothing below it. Its name is added to
+//!   the parent first, so a birth cut short leaves a named, unborn directory
+//!   whose reads fall back (never a complete record that missed a change).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+
+use fragstate_core::dir_index::quorum::{self, Answer, IndexUpdate, Settled};
+use fragstate_core::dir_index::{self, entry_in_parent, Change, DirIndex};
+use fragstate_core::error::{Error, Result};
+use fragstate_core::ids::{now_unix_ms, NodeId};
+use fragstate_core::version::WriteVersion;
+
+use crate::ctx::{bump, list_everywhere, timed, Ctx};
+
+/// Directories a client remembers as born or unbornable, at most; past it
+/// the memory starts over (a forgotten directory costs one more read).
+const MAX_KNOWN_DIRS: usize = 4096;
+/// How long a client takes a directory it saw born and named for still
+/// named: a directory's delete removes its name (and its subdirectories'),
+/// and a client that remembers the directory does not name it again, so
+/// another client's write into a directory deleted less than this ago can
+/// leave it unnamed in its parent (NETWORK.md: Flink never writes into a
+/// deleted checkpoint's directory).
+const KNOWN_FOR: Duration = Duration::from_secs(30);
+/// How long a directory found unbornable (objects below it, no settled
+/// index: a base directory) is not tried again.
+const UNBORNABLE_FOR: Duration = Duration::from_secs(60);
+/// Names in one index request at most (a recursive delete's removes of a
+/// large directory go in several; names are at most a path's length).
+const MAX_BATCH: usize = 256;
+/// Subdirectory reads an emptiness check makes at most before it falls back.
+const MAX_EMPTINESS_READS: usize = 64;
+
+/// What a client remembers of directories between calls.
+#[derive(Default)]
+pub(crate) struct KnownDirs {
+    inner: Mutex<Known>,
+}
+
+#[derive(Default)]
+struct Known {
+    /// Born and named in their parents (by this client, or their reads
+    /// settled and this client named them), and when that was seen.
+    born: HashMap<String, Instant>,
+    /// Not bornable when last tried, and when.
+    unbornable: HashMap<String, Instant>,
+}
+
+/// Remembers `dir` at `now` in `map`, which starts over past [`MAX_KNOWN_DIRS`].
+fn remember(map: &mut HashMap<String, Instant>, dir: &str) {
+    if map.len() >= MAX_KNOWN_DIRS {
+        map.clear();
+    }
+    map.insert(dir.to_string(), Instant::now());
+}
+
+impl KnownDirs {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Known> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn is_born(&self, dir: &str) -> bool {
+        self.lock().born.get(dir).is_some_and(|t| t.elapsed() < KNOWN_FOR)
+    }
+
+    fn born(&self, dir: &str) {
+        let mut k = self.lock();
+        k.unbornable.remove(dir);
+        remember(&mut k.born, dir);
+    }
+
+    /// Forgets `dir` and everything below it (this client deleted it).
+    fn forget_below(&self, dir: &str) {
+        self.lock().born.retain(|d, _| !d.starts_with(dir));
+    }
+
+    fn unbornable_now(&self, dir: &str) -> bool {
+        self.lock().unbornable.get(dir).is_some_and(|t| t.elapsed() < UNBORNABLE_FOR)
+    }
+
+    fn unbornable(&self, dir: &str) {
+        remember(&mut self.lock().unbornable, dir);
+    }
+}
+
+impl Ctx {
+    fn index_holders(&self, dir: &str) -> Vec<NodeId> {
+        dir_index::holders(dir, &self.transport.live_nodes(), self.cfg.params.fragments(), self.cfg.placement)
+    }
+
+    /// The settled index of `dir` (ending in `/`), or `None` when its
+    /// holders' answers do not settle it (ask every node instead).
+    pub(crate) async fn read_index(&self, dir: &str) -> Option<DirIndex> {
+        let holders = self.index_holders(dir);
+        bump(&self.counters.index_reads, 1);
+        bump(&self.counters.index_requests, holders.len() as u64);
+        let (width, policy) = (self.cfg.params.fragments(), self.cfg.placement);
+        let asks = holders.iter().map(|n| async move { (n, timed(self, n, self.transport.index_read(n, dir, width, policy)).await) });
+        let mut answers: Vec<(&NodeId, Answer)> = Vec::with_capacity(holders.len());
+        for (n, a) in join_all(asks).await {
+            match a {
+                Ok(a) => answers.push((n, a)),
+                Err(e) => tracing::debug!(dir, node = %n, error = %e, "index read failed on one holder"),
+            }
+        }
+        match quorum::settle(answers.iter().map(|(_, a)| a.clone()), self.cfg.params.k()) {
+            Settled::Index(index) => {
+                bump(&self.counters.index_reads_settled, 1);
+                let stale: Vec<&NodeId> = answers.iter().filter(|(_, a)| !a.as_ref().is_some_and(|r| r.complete)).map(|(n, _)| *n).collect();
+                if !stale.is_empty() {
+                    let fill = IndexUpdate::Fill(index.clone());
+                    let filled = self.send_index(&stale, dir, &fill).await;
+                    tracing::debug!(dir, stale = stale.len(), filled, "index holders with a partial or no record filled from a settled read");
+                }
+                Some(index)
+            }
+            Settled::Unsettled { complete, needed } => {
+                tracing::debug!(dir, complete, needed, answered = answers.len(), "index read did not settle; asking every node");
+                None
+            }
+        }
+    }
+
+    /// Sends `update` to `nodes`; returns how many acknowledged it.
+    async fn send_index(&self, nodes: &[&NodeId], dir: &str, update: &IndexUpdate) -> usize {
+        bump(&self.counters.index_requests, nodes.len() as u64);
+        let sends = nodes.iter().map(|n| timed(self, n, self.transport.index_update(n, dir, update)));
+        join_all(sends).await.into_iter().filter(Result::is_ok).count()
+    }
+
+    /// Sends `update` to `dir`'s holders; fails with fewer than `needed` acknowledgements.
+    async fn update_index(&self, dir: &str, update: &IndexUpdate, needed: usize) -> Result<()> {
+        let holders = self.index_holders(dir);
+        let acks = self.send_index(&holders.iter().collect::<Vec<_>>(), dir, update).await;
+        if acks >= needed {
+            return Ok(());
+        }
+        Err(Error::NoNodeAnswered {
+            what: format!("the index change of directory {dir}: {acks} of its {} holders acknowledged it, {needed} needed", holders.len()),
+        })
+    }
+
+    /// Adds the object `path` of write `version` to its parent's index, after
+    /// making sure the parent is born ([`Self::ensure_dir`]). What a commit
+    /// does before its manifest is published.
+    pub(crate) async fn index_commit(&self, path: &str, version: WriteVersion) -> Result<()> {
+        let Some((dir, name)) = dir_index::entries_of(path).into_iter().next() else { return Ok(()) };
+        self.ensure_dir(dir).await;
+        self.update_index(dir, &IndexUpdate::Apply { name, change: Change::Add(version) }, quorum::change_acks(self.cfg.params.m())).await
+    }
+
+    /// Removes names from `dir`'s index (a delete's); best effort: a name
+    /// left present costs later reads a manifest lookup, never a wrong answer
+    /// about an object (those are checked against its manifest).
+    pub(crate) async fn index_remove(&self, dir: &str, mut changes: Vec<(String, Change)>) {
+        while !changes.is_empty() {
+            let rest = changes.split_off(changes.len().min(MAX_BATCH));
+            let update = match <[_; 1]>::try_from(std::mem::replace(&mut changes, rest)) {
+                Ok([(name, change)]) => IndexUpdate::Apply { name, change },
+                Err(batch) => IndexUpdate::Batch(batch),
+            };
+            if let Err(e) = self.update_index(dir, &update, quorum::change_acks(self.cfg.params.m())).await {
+                tracing::warn!(dir, error = %e, "a delete's index change was not acknowledged by enough holders");
+            }
+        }
+    }
+
+    /// Makes sure directory `dir` (ending in `/`) is born, when that can be
+    /// decided safely (module docs); else its reads keep falling back.
+    pub(crate) async fn ensure_dir(&self, dir: &str) {
+        if self.known_dirs.is_born(dir) {
+            return;
+        }
+        let entry = entry_in_parent(dir);
+        let m = self.cfg.params.m();
+        if self.read_index(dir).await.is_some() {
+            if let Some((parent, name)) = entry {
+                // named again: a directory's delete may have removed the name
+                Box::pin(self.ensure_dir(parent)).await;
+                let named = IndexUpdate::Apply { name, change: Change::Add(now_version()) };
+                if let Err(e) = self.update_index(parent, &named, quorum::change_acks(m)).await {
+                    tracing::info!(dir, error = %e, "directory not named in its parent's index");
+                    return;
+                }
+            }
+            self.known_dirs.born(dir);
+            return;
+        }
+        let Some((parent, name)) = entry else { return };
+        let parent_index = if self.known_dirs.unbornable_now(parent) {
+            None
+        } else {
+            Box::pin(self.ensure_dir(parent)).await;
+            self.read_index(parent).await
+        };
+        let bornable = match &parent_index {
+            Some(index) => !index.contains(&name),
+            None if self.known_dirs.unbornable_now(dir) => false,
+            None => list_everywhere(self, dir).await.is_empty(),
+        };
+        if !bornable {
+            if parent_index.is_none() {
+                self.known_dirs.unbornable(dir);
+            }
+            return;
+        }
+        let birth = async {
+            self.update_index(parent, &IndexUpdate::Apply { name, change: Change::Add(now_version()) }, quorum::change_acks(m)).await?;
+            self.update_index(dir, &IndexUpdate::Create, quorum::birth_acks(self.cfg.params.k())).await
+        };
+        match birth.await {
+            Ok(()) => {
+                tracing::debug!(dir, "directory born in the index");
+                self.known_dirs.born(dir);
+            }
+            Err(e) => tracing::info!(dir, error = %e, "directory not born in the index; its reads ask every node"),
+        }
+    }
+
+    /// Whether directory `dir` (ending in `/`) has nothing below it by the
+    /// index: `None` when some index on the way did not settle (or the walk
+    /// grew past [`MAX_EMPTINESS_READS`]).
+    pub(crate) async fn dir_is_empty(&self, dir: &str) -> Option<bool> {
+        let mut todo = vec![dir.to_string()];
+        let mut reads = 0;
+        while let Some(d) = todo.pop() {
+            reads += 1;
+            if reads > MAX_EMPTINESS_READS {
+                return None;
+            }
+            let index = self.read_index(&d).await?;
+            for name in index.present() {
+                match name.strip_suffix('/') {
+                    Some(_) => todo.push(format!("{d}{name}")),
+                    None => return Some(false),
+                }
+            }
+        }
+        Some(true)
+    }
+
+    /// What a directory's delete removes from the index: its name in its
+    /// parent and the names of `subdirs` below it, as of now (`dir_removed_at`).
+    pub(crate) async fn index_remove_dir(&self, dir: &str, subdirs: &[String]) {
+        self.known_dirs.forget_below(dir);
+        let removed = dir_index::dir_removed_at(now_unix_ms());
+        let mut by_parent: HashMap<&str, Vec<(String, Change)>> = HashMap::new();
+        for (parent, name) in dir_index::dirs_below(dir, subdirs.iter().map(String::as_str)) {
+            by_parent.entry(parent).or_default().push((name, removed));
+        }
+        join_all(by_parent.into_iter().map(|(parent, changes)| self.index_remove(parent, changes))).await;
+    }
+}
+
+/// The version a directory's name is added with: newer than every delete so far.
+fn now_version() -> WriteVersion {
+    WriteVersion { created_unix_ms: now_unix_ms(), write_id: 0 }
+}

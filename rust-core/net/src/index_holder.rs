@@ -1,7 +1,8 @@
 //! The directory index records a storage node keeps for the directories it
 //! holds (`fragstate_core::dir_index`; NETWORK.md, "What still goes to every
-//! node": the plan and its quorums), answering `IndexUpdate` and `IndexRead`
-//! requests, and what keeps a record's *completeness* honest here:
+//! node": the plan and its quorums) to answer `IndexUpdate` and `IndexRead`
+//! requests (served in `index_node`), and what keeps a record's
+//! *completeness* honest here:
 //!
 //! - a read from a reader whose ranking of the directory's holders (its
 //!   width and policy, over this node's view) leaves this node out makes
@@ -32,12 +33,8 @@ use std::time::{Duration, Instant};
 
 use fragstate_core::dir_index::holders;
 use fragstate_core::dir_index::quorum::{Answer, IndexUpdate, Records};
-use fragstate_core::error::{Error, Result};
-use fragstate_core::ids::{now_unix_ms, NodeId};
+use fragstate_core::ids::NodeId;
 use fragstate_core::placement::{NodeInfo, PlacementPolicy};
-
-use crate::state::{lock, Inner};
-use crate::wire::{IndexReadReq, IndexUpdateReq};
 
 /// Bytes of directory index records a storage node keeps at most (names,
 /// entries and a per-record overhead, `Records::with_max_bytes`).
@@ -121,6 +118,11 @@ impl IndexHolder {
         self.records.prune_removed(cut_unix_ms)
     }
 
+    /// Whether no record is kept.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
     /// Records kept, their bytes, and records dropped for the bound so far.
     pub(crate) fn figures(&self) -> (u64, u64, u64) {
         (self.records.len() as u64, self.records.bytes() as u64, self.records.dropped())
@@ -130,77 +132,6 @@ impl IndexHolder {
 /// Whether `me` is among the `rank.width` holders of `dir` over `view`.
 fn holds(dir: &str, rank: Rank, me: &NodeId, view: &[NodeInfo]) -> bool {
     holders(dir, view, rank.width, rank.policy).contains(me)
-}
-
-impl Inner {
-    /// The view a reader ranks this node in. A client ranks over its
-    /// `Transport::live_nodes` (`Inner::live`: the live storage peers, and
-    /// itself when it is a storage node with `include_self`, the default), so
-    /// the reader's view holds this node as a storage peer described by its
-    /// hello or SWIM meta. This node's own `live` holds itself only with
-    /// `include_self`: it is added here when missing, so that the ranking is
-    /// over the same nodes. (Its free bytes, which weigh the ranking, are
-    /// its current ones here and its last announced ones at the reader: views
-    /// converge within a hello interval or SWIM's meta threshold, the
-    /// agreement the quorum argument assumes.)
-    fn index_view(&self) -> Vec<NodeInfo> {
-        let mut view = self.live();
-        if let (false, Some(store)) = (view.iter().any(|n| n.id == self.id), &self.cfg.store) {
-            view.push(NodeInfo { id: self.id.clone(), domain: self.cfg.domain.as_str().into(), free_bytes: store.usage().free_bytes() });
-        }
-        view
-    }
-
-    /// A client node keeps no indexes.
-    fn index_holder(&self) -> Result<()> {
-        match self.cfg.store {
-            Some(_) => Ok(()),
-            None => Err(Error::NodeUnavailable { node: self.id.clone(), reason: "this is a client node: it keeps no directory indexes".into() }),
-        }
-    }
-
-    /// Serves an `IndexUpdate` (from a peer or this node's own client).
-    pub(crate) fn index_update(&self, req: &IndexUpdateReq) -> Result<()> {
-        self.index_holder()?;
-        req.check()?;
-        lock(&self.index).update(&req.dir, &req.update);
-        Ok(())
-    }
-
-    /// Serves an `IndexRead` (from a peer or this node's own client).
-    pub(crate) fn index_read(&self, req: &IndexReadReq) -> Result<Answer> {
-        self.index_holder()?;
-        req.check()?;
-        let view = self.index_view();
-        let rank = Rank { width: req.width as usize, policy: req.policy() };
-        Ok(lock(&self.index).read(&req.dir, rank, &self.id, &view))
-    }
-
-    /// The hello tick's upkeep: rankings rechecked, old removed names pruned
-    /// (at the tombstones' TTL: a late add of a version that old is taken as present).
-    pub(crate) fn maintain_index(&self) {
-        if self.cfg.store.is_none() {
-            return;
-        }
-        let view = self.index_view();
-        let cut = now_unix_ms().saturating_sub(self.cfg.tombstone_limits.ttl_ms);
-        let mut index = lock(&self.index);
-        index.recheck(&self.id, &view);
-        index.prune_due(cut, Instant::now());
-    }
-
-    /// Every record becomes incomplete, for `why` (logged).
-    pub(crate) fn index_forget_all(&self, why: &str) {
-        if self.cfg.store.is_none() {
-            return;
-        }
-        let mut index = lock(&self.index);
-        if index.records.is_empty() {
-            return;
-        }
-        tracing::info!(reason = why, records = index.records.len(), "directory index records are incomplete until filled again");
-        index.forget_all();
-    }
 }
 
 #[cfg(test)]

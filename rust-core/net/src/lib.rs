@@ -12,7 +12,7 @@
 //! - `membership`: live peers from hellos (mesh).
 //! - `swim_node`: live peers from SWIM ([`config::Membership::Swim`]).
 //! - `tombstones`: deletes remembered for nodes that were away.
-//! - `index_holder`: directory index records of a storage node (in memory).
+//! - `index_holder`: directory index records of a storage node (in memory); `index_node` serves them.
 //! - `pool`: request streams per peer, one request with its retry.
 //! - `server`: answers requests from the local store.
 //! - `transport`: the `Transport` implementation.
@@ -27,6 +27,7 @@ mod dials;
 pub mod hints;
 mod holder_check;
 mod index_holder;
+mod index_node;
 pub mod key;
 mod membership;
 mod peer_limit;

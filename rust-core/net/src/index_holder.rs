@@ -71,16 +71,20 @@ impl IndexHolder {
     }
 
     /// The answer to a reader that ranks with `rank`; the record loses its
-    /// completeness first when `me` is not among the holders over `view`.
-    pub(crate) fn read(&mut self, dir: &str, rank: Rank, me: &NodeId, view: &[NodeInfo]) -> Answer {
+    /// completeness first when `me` is not among the holders over `view`
+    /// (asked for only then: a complete record's read).
+    pub(crate) fn read(&mut self, dir: &str, rank: Rank, me: &NodeId, view: impl FnOnce() -> Vec<NodeInfo>) -> Answer {
         self.last_rank = Some(rank);
-        let answer = self.records.answer(dir)?;
-        self.ranks.insert(dir.to_string(), rank);
-        if answer.complete && !holds(dir, rank, me, view) {
+        let mut answer = self.records.answer(dir)?;
+        match self.ranks.get_mut(dir) {
+            Some(r) => *r = rank,
+            None => drop(self.ranks.insert(dir.to_string(), rank)),
+        }
+        if answer.complete && !holds(dir, rank, me, &view()) {
             // O(records) (the core's only way to reach one record's flag), only
             // when the reader's view and this node's disagree
             self.records.forget_completeness(|d| d == dir);
-            return self.records.answer(dir);
+            answer.complete = false;
         }
         Some(answer)
     }

@@ -31,12 +31,12 @@ fn a_change_starts_a_partial_record_and_a_birth_makes_it_complete() {
     let me = all[0].id.clone();
     let (dir, _) = held_and_not(&me, &all);
     let mut h = IndexHolder::new(usize::MAX);
-    assert_eq!(h.read(&dir, RANK, &me, &all), None, "no record: no answer");
+    assert_eq!(h.read(&dir, RANK, &me, || all.clone()), None, "no record: no answer");
     h.update(&dir, &add("x", 5));
-    let a = h.read(&dir, RANK, &me, &all).expect("a record");
+    let a = h.read(&dir, RANK, &me, || all.clone()).expect("a record");
     assert!(a.index.contains("x") && !a.complete, "a change alone makes a partial record");
     h.update(&dir, &IndexUpdate::Create);
-    let a = h.read(&dir, RANK, &me, &all).expect("a record");
+    let a = h.read(&dir, RANK, &me, || all.clone()).expect("a record");
     assert!(a.index.contains("x") && a.complete, "the birth keeps the change that came first");
     assert_eq!(h.figures().0, 1);
 }
@@ -51,13 +51,13 @@ fn a_node_the_reader_does_not_rank_among_the_holders_answers_incomplete_and_stay
         h.update(d, &IndexUpdate::Create);
         h.update(d, &add("x", 5));
     }
-    assert!(h.read(&held, RANK, &me, &all).unwrap().complete);
-    let a = h.read(&not, RANK, &me, &all).unwrap();
+    assert!(h.read(&held, RANK, &me, || all.clone()).unwrap().complete);
+    let a = h.read(&not, RANK, &me, || all.clone()).unwrap();
     assert!(!a.complete && a.index.contains("x"), "not a holder: the entries, not the completeness");
     // the loss is kept: at a width that ranks this node again the record is still partial
     let wide = Rank { width: 6, ..RANK };
-    assert!(!h.read(&not, wide, &me, &all).unwrap().complete);
-    assert!(h.read(&held, RANK, &me, &all).unwrap().complete, "only that directory lost it");
+    assert!(!h.read(&not, wide, &me, || all.clone()).unwrap().complete);
+    assert!(h.read(&held, RANK, &me, || all.clone()).unwrap().complete, "only that directory lost it");
 }
 
 #[test]
@@ -70,7 +70,7 @@ fn the_recheck_forgets_what_this_node_no_longer_holds() {
     h.update("other/", &IndexUpdate::Create);
     // no reader yet: no rank, nothing to rank with
     h.recheck(&me, &view(200));
-    assert!(h.read(&dir, RANK, &me, &all).unwrap().complete);
+    assert!(h.read(&dir, RANK, &me, || all.clone()).unwrap().complete);
     assert!(h.records.answer("other/").unwrap().complete, "never ranked: kept");
     h.recheck(&me, &all);
     assert!(h.records.answer(&dir).unwrap().complete, "still a holder");
@@ -87,7 +87,7 @@ fn the_recheck_forgets_what_this_node_no_longer_holds() {
     assert_eq!(!h.records.answer("other/").unwrap().complete, !holds("other/", RANK, &me, &grown));
     // back among the holders, the record stays incomplete until filled
     h.recheck(&me, &all);
-    assert!(!h.read(&dir, RANK, &me, &all).unwrap().complete);
+    assert!(!h.read(&dir, RANK, &me, || all.clone()).unwrap().complete);
 }
 
 #[test]
@@ -96,11 +96,11 @@ fn rankings_are_kept_only_for_directories_with_a_record() {
     let me = all[0].id.clone();
     let mut h = IndexHolder::new(usize::MAX);
     for i in 0..50 {
-        h.read(&format!("none-{i}/"), RANK, &me, &all);
+        h.read(&format!("none-{i}/"), RANK, &me, || all.clone());
     }
     assert!(h.ranks.is_empty(), "reads of directories with no record keep nothing");
     h.update("a/", &add("x", 1));
-    h.read("a/", RANK, &me, &all);
+    h.read("a/", RANK, &me, || all.clone());
     h.update("a/", &IndexUpdate::Apply { name: "x".into(), change: Change::Remove(v(1)) });
     assert_eq!(h.ranks.len(), 1);
     assert_eq!(h.prune_due(10, Instant::now()), 1, "the record held only an old removed name");

@@ -52,9 +52,9 @@ impl Inner {
     pub(crate) fn index_read(&self, req: &IndexReadReq) -> Result<Answer> {
         self.index_holder()?;
         req.check()?;
-        let view = self.index_view();
         let rank = Rank { width: req.width as usize, policy: req.policy() };
-        Ok(lock(&self.index).read(&req.dir, rank, &self.id, &view))
+        // the view is taken under the index's lock: the one nesting of the two (index, then peers)
+        Ok(lock(&self.index).read(&req.dir, rank, &self.id, || self.index_view()))
     }
 
     /// The hello tick's upkeep: rankings rechecked, old removed names pruned

@@ -83,10 +83,14 @@ async fn a_storage_node_answers_the_records_its_updates_made() {
     // at width 1 the reader ranks one holder: a directory the reader ranks b
     // first for is answered incomplete by a, and stays so
     let of = |d: &str| dir_index::holders(d, &view, 1, POLICY);
-    let not_a = (0..100).map(|i| format!("fragstate://t/job/chk-{i}/")).find(|d| of(d) == [b.id().clone()]).expect("b ranks first for some");
-    let is_a = (0..100).map(|i| format!("fragstate://t/job/chk-{i}/")).find(|d| of(d) == [a.id().clone()]).expect("a ranks first for some");
+    // (directories other than `dir`, which has a record already)
+    let dirs = || (0..100).map(|i| format!("fragstate://t/ranked/d-{i}/"));
+    let not_a = dirs().find(|d| of(d) == [b.id().clone()]).expect("b ranks first for some");
+    let is_a = dirs().find(|d| of(d) == [a.id().clone()]).expect("a ranks first for some");
     for d in [&not_a, &is_a] {
+        // a name too: pruning drops a record with none
         c.index_update(a.id(), d, &IndexUpdate::Create).await.unwrap();
+        c.index_update(a.id(), d, &add("x")).await.unwrap();
     }
     assert!(c.index_read(a.id(), &is_a, 1, POLICY).await.unwrap().is_some_and(|r| r.complete), "a holds it");
     let r: Record = c.index_read(a.id(), &not_a, 1, POLICY).await.unwrap().expect("the record is answered");

@@ -54,10 +54,15 @@ fn check_dir(dir: &str) -> Result<()> {
 }
 
 impl IndexUpdateReq {
-    /// Whether a node takes it: its directory, and a change's name within the path bound.
+    /// Whether a node takes it: its directory, and the names it changes within the path bound.
     pub fn check(&self) -> Result<()> {
         check_dir(&self.dir)?;
-        if let IndexUpdate::Apply { name, .. } = &self.update {
+        let names: Vec<&str> = match &self.update {
+            IndexUpdate::Apply { name, .. } => vec![name],
+            IndexUpdate::Batch(changes) => changes.iter().map(|(name, _)| name.as_str()).collect(),
+            IndexUpdate::Create | IndexUpdate::Fill(_) => Vec::new(),
+        };
+        for name in names {
             if name.is_empty() || self.dir.len() + name.len() > MAX_TOMBSTONE_PATH {
                 let allowed = format!("a name of 1 byte or more, at most {MAX_TOMBSTONE_PATH} bytes with its directory");
                 return Err(Error::invalid("index entry name", format!("{} bytes", name.len()), allowed));

@@ -198,6 +198,7 @@ mod index {
             IndexUpdate::Apply { name: "_metadata".into(), change: Change::Add(v(7)) },
             IndexUpdate::Create,
             IndexUpdate::Fill(fill.clone()),
+            IndexUpdate::Batch(vec![("a/".into(), Change::Remove(v(3))), ("b".into(), Change::Add(v(4)))]),
         ];
         for update in updates {
             let req = IndexUpdateReq { dir: "job/chk-1/".into(), update };
@@ -240,6 +241,12 @@ mod index {
         assert!(update("a/", "").is_err(), "an empty name");
         assert!(update("a/", &"x".repeat(MAX_TOMBSTONE_PATH - 1)).is_err(), "a path over the bound with its directory");
         assert!(update("a/", &"x".repeat(MAX_TOMBSTONE_PATH - 2)).is_ok());
+        let batch = |names: &[&str]| {
+            let changes = names.iter().map(|n| (n.to_string(), Change::Remove(v(1)))).collect();
+            IndexUpdateReq { dir: "a/".into(), update: IndexUpdate::Batch(changes) }.check()
+        };
+        assert!(batch(&["x", "y/"]).is_ok());
+        assert!(batch(&["x", ""]).is_err(), "every name of a batch is checked");
         let create = IndexUpdateReq { dir: longest.clone() + "x/", update: IndexUpdate::Create };
         assert!(create.check().is_err());
     }

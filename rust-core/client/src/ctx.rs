@@ -205,7 +205,7 @@ pub(crate) struct Ctx {
     /// Speed probes in flight ([`MAX_PROBES_IN_FLIGHT`]).
     pub probes: Semaphore,
     /// Directories this client saw born or settled, and those it cannot bear.
-    pub known_dirs: crate::dir_index::KnownDirs,
+    pub known_dirs: crate::known_dirs::KnownDirs,
 }
 
 impl Ctx {

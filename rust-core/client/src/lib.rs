@@ -19,6 +19,7 @@ pub mod config;
 mod buffers;
 mod ctx;
 mod dir_index;
+mod known_dirs;
 mod manifest_lookup;
 pub mod mesh;
 pub mod reader;

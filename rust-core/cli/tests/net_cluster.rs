@@ -358,22 +358,7 @@ fn library_node_in_cluster_mode_writes_and_reads_over_the_network() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mut c = Cluster::new();
     c.start(6, false, &[]);
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let config = fragstate_node::NodeConfig {
-        mode: fragstate_node::Mode::Cluster,
-        listen: Some("/ip4/127.0.0.1/tcp/0".into()),
-        bootstrap: vec![c.nodes[0].addr.clone()],
-        cluster_key_file: Some(c.key.display().to_string()),
-        store_memory: 1 << 30,
-        cell_size: 65536,
-        // as the command-line nodes of this run (`FRAGSTATE_MEMBERSHIP`, read by `fragstate node`)
-        membership: std::env::var("FRAGSTATE_MEMBERSHIP").unwrap_or_else(|_| fragstate_net::Membership::default().to_string()),
-        ..Default::default()
-    };
-    let node = {
-        let _enter = rt.enter();
-        fragstate_node::Node::start(config).unwrap()
-    };
+    let (rt, node) = library_node(&c);
     let me = node.net().unwrap().id().clone();
     let data = payload(3 << 20, 31);
     let back = rt.block_on(async {
@@ -404,6 +389,89 @@ fn library_node_in_cluster_mode_writes_and_reads_over_the_network() {
     rt.block_on(fragstate_client::transport::Transport::probe(net, &peer, fragstate_net::wire::MAX_PROBE_BYTES)).unwrap();
     let e = rt.block_on(fragstate_client::transport::Transport::probe(net, &peer, fragstate_net::wire::MAX_PROBE_BYTES + 1)).unwrap_err().to_string();
     assert!(e.contains("probe bytes") && e.contains("1048577"), "{e}");
+    drop(node);
+    drop(rt);
+}
+
+/// A node of this process in cluster mode (as a Flink process runs one),
+/// joined to `c`, with the runtime it runs on.
+fn library_node(c: &Cluster) -> (tokio::runtime::Runtime, fragstate_node::Node) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let config = fragstate_node::NodeConfig {
+        mode: fragstate_node::Mode::Cluster,
+        listen: Some("/ip4/127.0.0.1/tcp/0".into()),
+        bootstrap: vec![c.nodes[0].addr.clone()],
+        cluster_key_file: Some(c.key.display().to_string()),
+        store_memory: 1 << 30,
+        cell_size: 65536,
+        // as the command-line nodes of this run (`FRAGSTATE_MEMBERSHIP`, read by `fragstate node`)
+        membership: membership(),
+        ..Default::default()
+    };
+    let node = {
+        let _enter = rt.enter();
+        fragstate_node::Node::start(config).unwrap()
+    };
+    (rt, node)
+}
+
+/// The membership of this run's nodes (`FRAGSTATE_MEMBERSHIP`, read by `fragstate node`).
+fn membership() -> String {
+    std::env::var("FRAGSTATE_MEMBERSHIP").unwrap_or_else(|_| fragstate_net::Membership::default().to_string())
+}
+
+/// The directory index over the network (NETWORK.md, "directory index"): a
+/// checkpoint directory's questions — is a file there, is it a directory, is
+/// it empty — are answered right after one of the directory's index holders
+/// is `kill -9`'d, and under SWIM from the index (`k` complete answers of the
+/// five left; under the mesh every node forgets its records' completeness
+/// when a peer's connection breaks, and the answers come from every node).
+#[test]
+fn directory_questions_stay_right_when_an_index_holder_is_killed() {
+    use fragstate_client::client::PathKind;
+    use fragstate_client::transport::Transport;
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = Cluster::new();
+    c.start(8, false, &[]);
+    let (rt, node) = library_node(&c);
+    let (client, net) = (node.client(), node.net().unwrap());
+    let dir = "/ix/job/chk-1";
+    rt.block_on(async {
+        client.mkdirs("/ix/job").await.unwrap();
+        client.mkdirs(dir).await.unwrap();
+        for (i, f) in ["a", "b"].iter().enumerate() {
+            let mut w = client.create(&format!("{dir}/{f}"), false).await.unwrap();
+            w.write(&payload(100_000, 50 + i as u64)).await.unwrap();
+            w.close().await.unwrap();
+        }
+    });
+    let holders = fragstate_core::dir_index::holders(&format!("{dir}/"), &net.live_nodes(), 6, Default::default());
+    let victim = holders.iter().find_map(|h| c.nodes.iter().position(|n| n.peer == h.as_str())).expect("a holder among the processes");
+    c.kill9(victim);
+    let gone = c.nodes[victim].peer.clone();
+    c.wait_for("the library node to see the index holder gone", |_| net.live_nodes().iter().all(|n| n.id.as_str() != gone));
+    let before = client.stats();
+    rt.block_on(async {
+        assert!(matches!(client.path_kind(&format!("{dir}/a")).await.unwrap(), PathKind::Object(_)));
+        assert_eq!(client.path_kind(&format!("{dir}/_metadata")).await.unwrap(), PathKind::Missing);
+        assert_eq!(client.path_kind(dir).await.unwrap(), PathKind::Directory);
+    });
+    let settled = client.stats().index_reads_settled - before.index_reads_settled;
+    if membership() == "swim" {
+        assert!(settled >= 3, "under SWIM the index answers after one holder's kill: {settled} reads settled");
+    }
+    let ls = c.cli(&["ls", "/ix/job/chk-1/"], 7);
+    assert_eq!(String::from_utf8_lossy(&ls.stdout).lines().count(), 2, "{}", text(&ls));
+    rt.block_on(async {
+        let e = client.delete(dir, false).await.expect_err("not empty");
+        assert!(e.to_string().contains("not empty"), "{e}");
+        for f in ["a", "b"] {
+            assert_eq!(client.delete(&format!("{dir}/{f}"), false).await.unwrap().objects, 1);
+        }
+        client.delete(dir, false).await.unwrap();
+        assert_eq!(client.path_kind(dir).await.unwrap(), PathKind::Missing);
+        assert_eq!(client.path_kind("/ix/job").await.unwrap(), PathKind::Missing);
+    });
     drop(node);
     drop(rt);
 }

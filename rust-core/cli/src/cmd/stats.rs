@@ -23,8 +23,16 @@ fn print_client(c: &ClientStats) {
         "off".into()
     };
     println!(
-        "  client objects_written={} bytes_written={} objects_opened={} bytes_read={} failed_requests={} codec_mb_s={:.1} adaptive={adaptive}",
-        c.objects_written, c.bytes_written, c.objects_opened, c.bytes_read, c.failed_requests, a.codec_bytes_per_s as f64 / 1e6
+        "  client objects_written={} bytes_written={} objects_opened={} bytes_read={} failed_requests={} index_reads={} index_reads_settled={} index_requests={} codec_mb_s={:.1} adaptive={adaptive}",
+        c.objects_written,
+        c.bytes_written,
+        c.objects_opened,
+        c.bytes_read,
+        c.failed_requests,
+        c.index_reads,
+        c.index_reads_settled,
+        c.index_requests,
+        a.codec_bytes_per_s as f64 / 1e6
     );
     for p in &c.peers {
         println!("  peer={} mb_s={:.1} samples={} age_ms={} trusted={}", p.node, p.bytes_per_s as f64 / 1e6, p.samples, p.age_ms, p.trusted);
@@ -51,12 +59,12 @@ pub(crate) fn stats(args: ClusterArgs, json: bool) -> Result<()> {
                     println!("{line}");
                 } else {
                     println!(
-                        "node={} domain={} live={} fragments={} bytes={} manifests={} degraded={} to_repair={} repaired={} repair_failures={} tombstones={} tombstone_file_bytes={} tombstone_deletes={} hints={} hints_dropped={} manifests_deleted={} reclaimed={} holder_checks={} holder_checked={} stale_dropped={} rebalanced={} rebalanced_bytes={} rebalance_failures={} violations={} streams_refused={} uploads_refused={} heap_bytes={} scrub_passes={} scrubbed_cells={} scrubbed_bytes={} scrub_corrupt={} corrupt_reports={} corrupt_reports_confirmed={} cells_rebuilt={} rebuild_failures={}",
+                        "node={} domain={} live={} fragments={} bytes={} manifests={} degraded={} to_repair={} repaired={} repair_failures={} tombstones={} tombstone_file_bytes={} tombstone_deletes={} hints={} hints_dropped={} manifests_deleted={} reclaimed={} holder_checks={} holder_checked={} stale_dropped={} rebalanced={} rebalanced_bytes={} rebalance_failures={} violations={} streams_refused={} uploads_refused={} heap_bytes={} scrub_passes={} scrubbed_cells={} scrubbed_bytes={} scrub_corrupt={} corrupt_reports={} corrupt_reports_confirmed={} cells_rebuilt={} rebuild_failures={} index_records={} index_bytes={} index_dropped={}",
                         s.node, s.domain, s.live_storage_peers, s.fragments, s.bytes, s.manifests, s.objects_degraded, s.bytes_to_repair, s.objects_repaired,
                         s.repair_failures, s.tombstones, s.tombstone_file_bytes, s.tombstone_deletes, s.tombstone_hints, s.tombstone_hints_dropped, s.manifests_deleted, s.reclaimed_fragments,
                         s.holder_check_passes, s.holder_checked, s.stale_copies_dropped, s.fragments_rebalanced, s.bytes_rebalanced, s.rebalance_failures, s.protocol_violations,
                         s.streams_refused, s.uploads_refused, s.heap_bytes, s.scrub.passes, s.scrub.cells_scrubbed, s.scrub.bytes_scrubbed, s.scrub.corrupt_found, s.scrub.corrupt_reports,
-                        s.scrub.corrupt_reports_confirmed, s.scrub.cells_rebuilt, s.scrub.rebuild_failures
+                        s.scrub.corrupt_reports_confirmed, s.scrub.cells_rebuilt, s.scrub.rebuild_failures, s.index_records, s.index_bytes, s.index_dropped
                     );
                     if let Some(c) = &s.client {
                         print_client(c);

@@ -34,6 +34,15 @@ t0=$SECONDS
 FRAGSTATE_CARGO_PROFILE=ci ci/sim.sh --nodes 50,100 --objects 20000 --out "target/sim-quick/$(date -u +%Y%m%d-%H%M%S)"
 echo "sim quick variant took $((SECONDS - t0)) s"
 
+# one checkpoint's requests against cluster size, directory index on and off, quick variant (issue 13):
+# in-process meshes of 10, 40 and 160 nodes, 4 checkpoints; figures printed and plotted, not asserted
+# (client/tests/dir_index.rs asserts the counts). Long runs: ci/bench-checkpoints.sh. Results under
+# target/bench-checkpoints-quick/ (not committed).
+step "Checkpoint requests against cluster size, quick variant: ci/bench-checkpoints.sh --quick (long runs: ci/bench-checkpoints.sh)"
+t0=$SECONDS
+FRAGSTATE_CARGO_PROFILE=ci ci/bench-checkpoints.sh --quick --out "target/bench-checkpoints-quick/$(date -u +%Y%m%d-%H%M%S)"
+echo "checkpoint requests quick variant took $((SECONDS - t0)) s"
+
 # swarm runs, quick variant (issue 13): 8 real node processes per membership mode; idle CPU, connections,
 # memory, put/get and a get after a kill -9, printed and plotted (the bytes read back are checked). Long runs:
 # ci/swarm.sh. Results under target/swarm-quick/ (not committed).

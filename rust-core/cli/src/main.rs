@@ -145,6 +145,9 @@ enum Bench {
     /// N storage nodes and a client in one process over loopback TCP: formation, idle cost,
     /// restores and failure detection as N grows (ci/swarm.sh --in-process).
     Swarm(bench_swarm::BenchSwarmArgs),
+    /// The requests of one Flink checkpoint's file-system calls on in-process meshes of
+    /// growing size, with the directory index and without it (ci/bench-checkpoints.sh).
+    Checkpoints(bench_checkpoints::BenchCheckpointsArgs),
 }
 
 fn main() {
@@ -163,6 +166,7 @@ fn main() {
         Command::Bench(Bench::Net(a)) => bench_net::bench_net(a),
         Command::Bench(Bench::Restore(r)) => bench_restore::bench_restore(r),
         Command::Bench(Bench::Swarm(a)) => bench_swarm::bench_swarm(a),
+        Command::Bench(Bench::Checkpoints(a)) => bench_checkpoints::bench_checkpoints(a),
         Command::Node(a) => node::node(a),
         Command::Keygen { file } => keygen::keygen(&file),
         Command::Put { cluster, coding, overwrite, src, path } => put::put(cluster, coding, src, path, overwrite),

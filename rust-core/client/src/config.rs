@@ -56,6 +56,12 @@ pub struct ClientConfig {
     pub writer_id: String,
     /// Adaptive mode; `None`: off, every object gets `params`.
     pub adaptive: Option<AdaptiveConfig>,
+    /// Keep and use the directory index (`crate::dir_index`; on by default).
+    /// Off, every question about a directory asks every node, as before the
+    /// index — what `fragstate bench checkpoints` compares against. Every
+    /// client of a cluster must agree: a client with it off names nothing
+    /// it writes, so the others' index answers would miss its files.
+    pub directory_index: bool,
 }
 
 impl Default for ClientConfig {
@@ -72,6 +78,7 @@ impl Default for ClientConfig {
             placement: PlacementPolicy::default(),
             writer_id: format!("pid-{}", std::process::id()),
             adaptive: None,
+            directory_index: true,
         }
     }
 }

@@ -47,6 +47,9 @@ impl Ctx {
     /// The settled index of `dir` (ending in `/`), or `None` when its
     /// holders' answers do not settle it (ask every node instead).
     pub(crate) async fn read_index(&self, dir: &str) -> Option<DirIndex> {
+        if !self.cfg.directory_index {
+            return None;
+        }
         let holders = self.index_holders(dir);
         bump(&self.counters.index_reads, 1);
         bump(&self.counters.index_requests, holders.len() as u64);
@@ -86,6 +89,9 @@ impl Ctx {
 
     /// Sends `update` to `dir`'s holders; fails with fewer than `needed` acknowledgements.
     async fn update_index(&self, dir: &str, update: &IndexUpdate, needed: usize) -> Result<()> {
+        if !self.cfg.directory_index {
+            return Ok(());
+        }
         let holders = self.index_holders(dir);
         let acks = self.send_index(&holders.iter().collect::<Vec<_>>(), dir, update).await;
         if acks >= needed {
@@ -124,7 +130,7 @@ impl Ctx {
     /// Makes sure directory `dir` (ending in `/`) is born, when that can be
     /// decided safely (module docs); else its reads keep falling back.
     pub(crate) async fn ensure_dir(&self, dir: &str) {
-        if self.known_dirs.is_born(dir) {
+        if !self.cfg.directory_index || self.known_dirs.is_born(dir) {
             return;
         }
         let entry = entry_in_parent(dir);

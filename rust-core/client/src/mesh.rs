@@ -4,6 +4,7 @@
 //! node, fail its next requests, drop or corrupt a fragment, slow a node down) and the embedded
 //! default of local Flink execution.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -66,6 +67,8 @@ impl MeshNode {
 /// N nodes in one process.
 pub struct Mesh {
     nodes: Vec<Arc<MeshNode>>,
+    /// Where each node is in `nodes` (meshes of thousands answer requests by id).
+    by_id: HashMap<NodeId, usize>,
 }
 
 impl Mesh {
@@ -92,8 +95,9 @@ impl Mesh {
                     index: Mutex::new(Records::default()),
                 })
             })
-            .collect();
-        Arc::new(Mesh { nodes })
+            .collect::<Vec<Arc<MeshNode>>>();
+        let by_id = nodes.iter().enumerate().map(|(i, n)| (n.id.clone(), i)).collect();
+        Arc::new(Mesh { nodes, by_id })
     }
 
     pub fn len(&self) -> usize {
@@ -109,9 +113,9 @@ impl Mesh {
     }
 
     fn node(&self, id: &NodeId) -> Result<&Arc<MeshNode>> {
-        self.nodes
-            .iter()
-            .find(|n| &n.id == id)
+        self.by_id
+            .get(id)
+            .map(|&i| &self.nodes[i])
             .ok_or_else(|| Error::NodeUnavailable { node: id.clone(), reason: "no such node in the mesh".into() })
     }
 

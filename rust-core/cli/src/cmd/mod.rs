@@ -1,6 +1,7 @@
 //! One module per subcommand of `fragstate`.
 
 pub(crate) mod bench_codec;
+pub(crate) mod bench_checkpoints;
 pub(crate) mod bench_mesh;
 pub(crate) mod bench_net;
 pub(crate) mod bench_restore;

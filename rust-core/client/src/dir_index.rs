@@ -23,7 +23,11 @@
 
 use std::collections::HashMap;
 
+use std::future::Future;
+use std::time::Instant;
+
 use futures::future::join_all;
+use futures::stream::{FuturesUnordered, StreamExt};
 
 use fragstate_core::dir_index::quorum::{self, Answer, IndexUpdate, Settled};
 use fragstate_core::dir_index::{self, entry_in_parent, Change, DirIndex};
@@ -31,6 +35,7 @@ use fragstate_core::error::{Error, Result};
 use fragstate_core::ids::{now_unix_ms, NodeId};
 use fragstate_core::version::WriteVersion;
 
+use crate::client::STRAGGLER_GRACE;
 use crate::ctx::{bump, list_everywhere, timed, Ctx};
 
 /// Names in one index request at most (a recursive delete's removes of a
@@ -55,8 +60,10 @@ impl Ctx {
         bump(&self.counters.index_requests, holders.len() as u64);
         let (width, policy) = (self.cfg.params.fragments(), self.cfg.placement);
         let asks = holders.iter().map(|n| async move { (n, timed(self, n, self.transport.index_read(n, dir, width, policy)).await) });
+        let k = self.cfg.params.k();
+        let complete = |got: &[(&NodeId, Result<Answer>)]| got.iter().filter(|(_, a)| matches!(a, Ok(Some(r)) if r.complete)).count() >= k;
         let mut answers: Vec<(&NodeId, Answer)> = Vec::with_capacity(holders.len());
-        for (n, a) in join_all(asks).await {
+        for (n, a) in gather(asks, complete).await {
             match a {
                 Ok(a) => answers.push((n, a)),
                 Err(e) => tracing::debug!(dir, node = %n, error = %e, "index read failed on one holder"),
@@ -68,7 +75,7 @@ impl Ctx {
                 let stale: Vec<&NodeId> = answers.iter().filter(|(_, a)| !a.as_ref().is_some_and(|r| r.complete)).map(|(n, _)| *n).collect();
                 if !stale.is_empty() {
                     let fill = IndexUpdate::Fill(index.clone());
-                    let filled = self.send_index(&stale, dir, &fill).await;
+                    let filled = self.send_index(&stale, dir, &fill, stale.len()).await;
                     tracing::debug!(dir, stale = stale.len(), filled, "index holders with a partial or no record filled from a settled read");
                 }
                 Some(index)
@@ -80,11 +87,13 @@ impl Ctx {
         }
     }
 
-    /// Sends `update` to `nodes`; returns how many acknowledged it.
-    async fn send_index(&self, nodes: &[&NodeId], dir: &str, update: &IndexUpdate) -> usize {
+    /// Sends `update` to `nodes`; returns how many acknowledged it (once
+    /// `needed` have, the others get [`gather`]'s grace).
+    async fn send_index(&self, nodes: &[&NodeId], dir: &str, update: &IndexUpdate, needed: usize) -> usize {
         bump(&self.counters.index_requests, nodes.len() as u64);
         let sends = nodes.iter().map(|n| timed(self, n, self.transport.index_update(n, dir, update)));
-        join_all(sends).await.into_iter().filter(Result::is_ok).count()
+        let acked = |got: &[Result<()>]| got.iter().filter(|r| r.is_ok()).count() >= needed;
+        gather(sends, acked).await.into_iter().filter(Result::is_ok).count()
     }
 
     /// Sends `update` to `dir`'s holders; fails with fewer than `needed` acknowledgements.
@@ -93,7 +102,7 @@ impl Ctx {
             return Ok(());
         }
         let holders = self.index_holders(dir);
-        let acks = self.send_index(&holders.iter().collect::<Vec<_>>(), dir, update).await;
+        let acks = self.send_index(&holders.iter().collect::<Vec<_>>(), dir, update, needed).await;
         if acks >= needed {
             return Ok(());
         }
@@ -212,6 +221,32 @@ impl Ctx {
         }
         join_all(by_parent.into_iter().map(|(parent, changes)| self.index_remove(parent, changes))).await;
     }
+}
+
+/// Runs `requests` together and keeps their results until `enough` holds
+/// of them; the rest then get [`STRAGGLER_GRACE`] (or twice the time that
+/// took) and are dropped, so that one frozen holder does not hold every
+/// commit and read of its directories for the whole request timeout.
+async fn gather<T, F: Future<Output = T>>(requests: impl IntoIterator<Item = F>, mut enough: impl FnMut(&[T]) -> bool) -> Vec<T> {
+    let started = Instant::now();
+    let mut pending: FuturesUnordered<F> = requests.into_iter().collect();
+    let mut got = Vec::with_capacity(pending.len());
+    let mut deadline = None;
+    loop {
+        let next = match deadline {
+            None => pending.next().await,
+            Some(d) => match tokio::time::timeout_at(d, pending.next()).await {
+                Ok(next) => next,
+                Err(_) => break,
+            },
+        };
+        let Some(r) = next else { break };
+        got.push(r);
+        if deadline.is_none() && enough(&got) {
+            deadline = Some(tokio::time::Instant::now() + STRAGGLER_GRACE.max(started.elapsed() * 2));
+        }
+    }
+    got
 }
 
 /// The version a directory's name is added with: newer than every delete so far.

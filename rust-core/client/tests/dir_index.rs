@@ -226,3 +226,25 @@ fn answers_equal_a_model_of_the_objects_through_deletes_and_holders_down() {
         assert_eq!(checked, 150 * paths.len());
     });
 }
+
+/// A holder of a directory's index that answers nothing for a long time (a
+/// frozen process) holds no question about the directory and no change to
+/// it for the request timeout: once enough holders answered, the rest get a
+/// short grace.
+#[test]
+fn a_frozen_index_holder_holds_no_read_and_no_change() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(12, 1 << 30);
+        let c = client(&mesh, params(4, 2));
+        let dir = "fs://ns/ck/job/chk-9/";
+        c.mkdirs(dir).await.unwrap();
+        let frozen = holders(dir, &mesh.live_nodes(), 6, PlacementPolicy::default())[0].clone();
+        mesh.slow_down(&frozen, std::time::Duration::from_secs(60)).unwrap();
+        let questions = async {
+            assert_eq!(c.path_kind(&format!("{dir}_metadata")).await.unwrap(), PathKind::Missing);
+            let e = c.delete("fs://ns/ck/job/chk-9", false).await;
+            assert!(e.is_ok(), "{e:?}");
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(20), questions).await.expect("the frozen holder held a read for 20 s");
+    });
+}

@@ -5,11 +5,13 @@
 //! directory deletes and index holders that go down and come back.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use fragstate_client::client::PathKind;
 use fragstate_client::mesh::Mesh;
 use fragstate_client::Client;
 use fragstate_core::dir_index::holders;
+use fragstate_core::ids::NodeId;
 use fragstate_core::placement::PlacementPolicy;
 use fragstate_core::sample::noise as payload;
 use fragstate_core::Error;
@@ -37,6 +39,15 @@ async fn scanned_kind(c: &Client, path: &str) -> PathKind {
     } else {
         PathKind::Directory
     }
+}
+
+/// A mesh of 12 nodes, a client, directory `dir` made, and its six index holders.
+async fn twelve_nodes_and(dir: &str) -> (Arc<Mesh>, Client, Vec<NodeId>) {
+    let mesh = Mesh::in_memory(12, 1 << 30);
+    let c = client(&mesh, params(4, 2));
+    c.mkdirs(dir).await.unwrap();
+    let held_by = holders(dir, &mesh.live_nodes(), 6, PlacementPolicy::default());
+    (mesh, c, held_by)
 }
 
 #[test]
@@ -107,11 +118,8 @@ fn a_directory_with_files_is_not_deleted_without_recursive() {
 #[test]
 fn index_holders_down_and_back_are_refilled_and_the_answers_stay_right() {
     rt().block_on(async {
-        let mesh = Mesh::in_memory(12, 1 << 30);
-        let c = client(&mesh, params(4, 2));
         let dir = "fs://ns/ck/job/chk-7/";
-        c.mkdirs(dir).await.unwrap();
-        let held_by = holders(dir, &mesh.live_nodes(), 6, PlacementPolicy::default());
+        let (mesh, c, held_by) = twelve_nodes_and(dir).await;
         // m of the six down: changes still reach m + 1, reads still settle from k
         for n in &held_by[..2] {
             mesh.kill(n).unwrap();
@@ -168,7 +176,7 @@ fn answers_equal_a_model_of_the_objects_through_deletes_and_holders_down() {
             rng ^= rng << 17;
             (rng % n as u64) as usize
         };
-        let mut down: Option<fragstate_core::ids::NodeId> = None;
+        let mut down: Option<NodeId> = None;
         let mut checked = 0;
         for step in 0..150 {
             let p = &paths[next(paths.len())];
@@ -234,11 +242,9 @@ fn answers_equal_a_model_of_the_objects_through_deletes_and_holders_down() {
 #[test]
 fn a_frozen_index_holder_holds_no_read_and_no_change() {
     rt().block_on(async {
-        let mesh = Mesh::in_memory(12, 1 << 30);
-        let c = client(&mesh, params(4, 2));
         let dir = "fs://ns/ck/job/chk-9/";
-        c.mkdirs(dir).await.unwrap();
-        let frozen = holders(dir, &mesh.live_nodes(), 6, PlacementPolicy::default())[0].clone();
+        let (mesh, c, held_by) = twelve_nodes_and(dir).await;
+        let frozen = held_by[0].clone();
         mesh.slow_down(&frozen, std::time::Duration::from_secs(60)).unwrap();
         let questions = async {
             assert_eq!(c.path_kind(&format!("{dir}_metadata")).await.unwrap(), PathKind::Missing);

@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::future::join_all;
 use serde::{Deserialize, Serialize};
@@ -20,15 +19,14 @@ use fragstate_core::version::WriteVersion;
 use crate::adaptive::{Adaptive, AdaptiveStats};
 use crate::buffers::StripeBuffers;
 use crate::config::ClientConfig;
+use crate::dir_index::DirContents;
 use crate::ctx::{broadcast_delete, bump, delete_on, list_everywhere, Counters, Ctx, InflightBytes, PeerSpeeds, PeerStats};
 use crate::reader::ObjectReader;
 use crate::transport::Transport;
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
 use crate::writer::ObjectWriter;
 
-/// How long a read's manifest lookup waits for the other nodes once a
-/// manifest has come ([`Client::open`], [`Client::stat`]).
-pub const STRAGGLER_GRACE: Duration = Duration::from_millis(200);
+pub use crate::ctx::STRAGGLER_GRACE;
 
 /// A snapshot of [`Counters`](crate::ctx), serializable to JSON for metrics.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -204,10 +202,7 @@ impl Client {
                 if !index.contains(&dir_name(&name)) {
                     return Ok(PathKind::Missing);
                 }
-                if let Some(empty) = self.ctx.dir_is_empty(&dir).await {
-                    return Ok(if empty { PathKind::Missing } else { PathKind::Directory });
-                }
-                return Ok(if list_everywhere(&self.ctx, &dir).await.is_empty() { PathKind::Missing } else { PathKind::Directory });
+                return Ok(if self.has_children(&dir).await? { PathKind::Directory } else { PathKind::Missing });
             }
         }
         if let Some(s) = self.stat(path).await? {
@@ -272,16 +267,24 @@ impl Client {
             removed += broadcast_delete(&self.ctx, &DeleteTarget::Prefix(dir.clone())).await?;
             self.index_remove_objects(&dir, &below).await;
         } else if found.is_none() && named_dir {
-            let empty = match self.ctx.dir_is_empty(&dir).await {
-                Some(empty) => empty,
-                None => list_everywhere(&self.ctx, &dir).await.is_empty(),
-            };
-            if !empty {
+            if self.has_children(&dir).await? {
                 return Err(Error::InvalidState { path: path.to_string(), reason: "the directory is not empty (use a recursive delete)".into() });
             }
             self.ctx.index_remove_dir(&dir, &[]).await;
         }
         Ok(DeleteReport { objects, removed })
+    }
+
+    /// Whether anything lies below directory `dir` (ending in `/`): by the
+    /// index, an object it names checked against its manifest; by a listing
+    /// of every node when the index does not settle or names an object that
+    /// is not there.
+    async fn has_children(&self, dir: &str) -> Result<bool> {
+        match self.ctx.dir_contents(dir).await {
+            DirContents::Empty => Ok(false),
+            DirContents::Object(path) if self.stat(&path).await?.is_some() => Ok(true),
+            DirContents::Object(_) | DirContents::Unknown => Ok(!list_everywhere(&self.ctx, dir).await.is_empty()),
+        }
     }
 
     /// A recursive delete's index changes: each object's name removed up to

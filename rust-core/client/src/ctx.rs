@@ -302,6 +302,11 @@ pub(crate) async fn timed<T>(ctx: &Ctx, node: &NodeId, request: impl std::future
 }
 
 
+/// How long a read's manifest lookup waits for the other nodes once a
+/// manifest has come ([`crate::Client::open`], [`crate::Client::stat`]), and
+/// a directory index read or change for the holders left once enough answered.
+pub const STRAGGLER_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// Committed objects under `prefix` on every live node, the newest version of each path.
 pub(crate) async fn list_everywhere(ctx: &Ctx, prefix: &str) -> Vec<ObjectSummary> {
     let live = ctx.transport.live_nodes();

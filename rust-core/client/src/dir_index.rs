@@ -35,14 +35,21 @@ use fragstate_core::error::{Error, Result};
 use fragstate_core::ids::{now_unix_ms, NodeId};
 use fragstate_core::version::WriteVersion;
 
-use crate::client::STRAGGLER_GRACE;
-use crate::ctx::{bump, list_everywhere, timed, Ctx};
+use crate::ctx::{bump, list_everywhere, timed, Ctx, STRAGGLER_GRACE};
 
 /// Names in one index request at most (a recursive delete's removes of a
 /// large directory go in several; names are at most a path's length).
 const MAX_BATCH: usize = 256;
 /// Subdirectory reads an emptiness check makes at most before it falls back.
 const MAX_EMPTINESS_READS: usize = 64;
+
+/// What lies below a directory by the index ([`Ctx::dir_contents`]).
+pub(crate) enum DirContents {
+    Empty,
+    /// An object the index names below it (not yet checked against its manifest).
+    Object(String),
+    Unknown,
+}
 
 impl Ctx {
     fn index_holders(&self, dir: &str) -> Vec<NodeId> {
@@ -72,11 +79,15 @@ impl Ctx {
         match quorum::settle(answers.iter().map(|(_, a)| a.clone()), self.cfg.params.k()) {
             Settled::Index(index) => {
                 bump(&self.counters.index_reads_settled, 1);
-                let stale: Vec<&NodeId> = answers.iter().filter(|(_, a)| !a.as_ref().is_some_and(|r| r.complete)).map(|(n, _)| *n).collect();
+                // Partial or missing records, and complete ones that missed a change (up to
+                // k - 1 may): filled, so that none keeps an add whose remove the others
+                // prune after the tombstones' TTL (a pruned remove no longer hides it).
+                let behind = |a: &Answer| !a.as_ref().is_some_and(|r| r.complete && r.index == index);
+                let stale: Vec<&NodeId> = answers.iter().filter(|(_, a)| behind(a)).map(|(n, _)| *n).collect();
                 if !stale.is_empty() {
                     let fill = IndexUpdate::Fill(index.clone());
                     let filled = self.send_index(&stale, dir, &fill, stale.len()).await;
-                    tracing::debug!(dir, stale = stale.len(), filled, "index holders with a partial or no record filled from a settled read");
+                    tracing::debug!(dir, stale = stale.len(), filled, "index holders behind a settled read filled from it");
                 }
                 Some(index)
             }
@@ -188,26 +199,28 @@ impl Ctx {
         }
     }
 
-    /// Whether directory `dir` (ending in `/`) has nothing below it by the
-    /// index: `None` when some index on the way did not settle (or the walk
-    /// grew past [`MAX_EMPTINESS_READS`]).
-    pub(crate) async fn dir_is_empty(&self, dir: &str) -> Option<bool> {
+    /// What the index says lies below directory `dir` (ending in `/`): nothing,
+    /// or the path of one object it names (which the caller checks: a name is
+    /// present in the index only while some holder's add of it outlives the
+    /// removes), or [`DirContents::Unknown`] when some index on the way did not
+    /// settle (or the walk grew past [`MAX_EMPTINESS_READS`]).
+    pub(crate) async fn dir_contents(&self, dir: &str) -> DirContents {
         let mut todo = vec![dir.to_string()];
         let mut reads = 0;
         while let Some(d) = todo.pop() {
             reads += 1;
             if reads > MAX_EMPTINESS_READS {
-                return None;
+                return DirContents::Unknown;
             }
-            let index = self.read_index(&d).await?;
+            let Some(index) = self.read_index(&d).await else { return DirContents::Unknown };
             for name in index.present() {
                 match name.strip_suffix('/') {
                     Some(_) => todo.push(format!("{d}{name}")),
-                    None => return Some(false),
+                    None => return DirContents::Object(format!("{d}{name}")),
                 }
             }
         }
-        Some(true)
+        DirContents::Empty
     }
 
     /// What a directory's delete removes from the index: its name in its

@@ -254,3 +254,52 @@ fn a_frozen_index_holder_holds_no_read_and_no_change() {
         tokio::time::timeout(std::time::Duration::from_secs(20), questions).await.expect("the frozen holder held a read for 20 s");
     });
 }
+
+/// A holder whose record stayed complete but missed a change (a request that
+/// failed: up to k - 1 may) is brought level by the next settled read, so that
+/// once the others prune the removed name after the tombstones' TTL, its old
+/// add cannot come back into the merge.
+#[test]
+fn a_complete_holder_that_missed_a_remove_is_filled_by_the_next_read() {
+    use fragstate_core::dir_index::quorum::IndexUpdate;
+    use fragstate_core::dir_index::Change;
+    use fragstate_client::transport::Transport;
+    rt().block_on(async {
+        let dir = "fs://ns/ck/job/chk-11/";
+        let (mesh, c, held_by) = twelve_nodes_and(dir).await;
+        let x = write(&c, &format!("{dir}x"), &payload(2_000, 3), 2_000).await;
+        // the remove of x reaches every holder but the first, which stays complete
+        let remove = IndexUpdate::Apply { name: "x".into(), change: Change::Remove(x.write_version()) };
+        for n in &held_by[1..] {
+            mesh.index_update(n, dir, &remove).await.unwrap();
+        }
+        let behind = mesh.index_answer(&held_by[0], dir).unwrap().unwrap();
+        assert!(behind.complete && behind.index.contains("x"));
+        assert_eq!(c.path_kind(&format!("{dir}y")).await.unwrap(), PathKind::Missing);
+        let level = mesh.index_answer(&held_by[0], dir).unwrap().unwrap();
+        assert!(level.complete && !level.index.contains("x"), "the settled read filled the holder that missed the remove");
+        assert_eq!(level.index, mesh.index_answer(&held_by[1], dir).unwrap().unwrap().index);
+    });
+}
+
+/// A name the index still holds for an object that is gone (its removes
+/// pruned while a holder kept the add, or an object deleted around the
+/// index) does not make its directory look non-empty: the object the index
+/// names is checked against its manifest.
+#[test]
+fn a_stale_name_in_the_index_does_not_keep_a_directory() {
+    use fragstate_client::transport::Transport;
+    use fragstate_core::delete::DeleteTarget;
+    rt().block_on(async {
+        let dir = "fs://ns/ck/job/chk-12/";
+        let (mesh, c, _) = twelve_nodes_and(dir).await;
+        let path = format!("{dir}x");
+        write(&c, &path, &payload(2_000, 4), 2_000).await;
+        for n in mesh.node_ids() {
+            mesh.delete(&n, &DeleteTarget::Path(path.clone())).await.unwrap();
+        }
+        assert_eq!(c.path_kind(&path).await.unwrap(), PathKind::Missing);
+        assert_eq!(c.path_kind("fs://ns/ck/job/chk-12").await.unwrap(), PathKind::Missing);
+        assert_eq!(c.delete("fs://ns/ck/job/chk-12", false).await.unwrap().objects, 0);
+    });
+}

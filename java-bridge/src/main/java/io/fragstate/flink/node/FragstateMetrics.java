@@ -94,7 +94,13 @@ public final class FragstateMetrics {
                     Map.entry("speedProbes", "/client/speedProbes"),
                     Map.entry("manifestLookups", "/client/manifestLookups"),
                     Map.entry("manifestRequests", "/client/manifestRequests"),
-                    Map.entry("manifestLookupsByPath", "/client/manifestLookupsByPath"));
+                    Map.entry("manifestLookupsByPath", "/client/manifestLookupsByPath"),
+                    Map.entry("indexReads", "/client/indexReads"),
+                    Map.entry("indexReadsSettled", "/client/indexReadsSettled"),
+                    Map.entry("indexRequests", "/client/indexRequests"),
+                    Map.entry("indexRecords", "/network/indexRecords"),
+                    Map.entry("indexBytes", "/network/indexBytes"),
+                    Map.entry("indexDropped", "/network/indexDropped"));
 
     /** Groups that already carry the gauges (one set per TaskManager, weakly held). */
     private static final Set<MetricGroup> REGISTERED = Collections.newSetFromMap(new WeakHashMap<>());

@@ -187,28 +187,22 @@ impl Client {
     }
 
     /// What `path` names: an object, an implicit directory (a prefix of at
-    /// least one object path followed by `/`), or nothing. With a settled
-    /// index of the parent, `k + m` requests for a path that is nothing and
-    /// a manifest lookup for an object; every node otherwise.
+    /// least one object path followed by `/`), or nothing. A manifest lookup
+    /// whose first round does not settle asks the parent's directory index
+    /// before every node ([`Self::find_manifest_and_parent`]): with a settled
+    /// index a path that is nothing costs two rounds of `k + m` requests.
     pub async fn path_kind(&self, path: &str) -> Result<PathKind> {
+        let (found, parent_index) = self.find_manifest_and_parent(path).await?;
+        if let Some(m) = found {
+            return Ok(PathKind::Object(m.summary()));
+        }
         let dir = dir_prefix(path);
-        if let Some((parent, name)) = entries_of(path).into_iter().next() {
-            if let Some(index) = self.ctx.read_index(parent).await {
-                if index.contains(&name) {
-                    if let Some(s) = self.stat(path).await? {
-                        return Ok(PathKind::Object(s));
-                    }
-                }
-                if !index.contains(&dir_name(&name)) {
-                    return Ok(PathKind::Missing);
-                }
-                return Ok(if self.has_children(&dir).await? { PathKind::Directory } else { PathKind::Missing });
+        if let (Some(index), Some((_, name))) = (&parent_index, entries_of(path).first()) {
+            if !index.contains(&dir_name(name)) {
+                return Ok(PathKind::Missing);
             }
         }
-        if let Some(s) = self.stat(path).await? {
-            return Ok(PathKind::Object(s));
-        }
-        Ok(if list_everywhere(&self.ctx, &dir).await.is_empty() { PathKind::Missing } else { PathKind::Directory })
+        Ok(if self.has_children(&dir).await? { PathKind::Directory } else { PathKind::Missing })
     }
 
     /// The direct children of directory `dir`: objects and implicit subdirectories.
@@ -238,15 +232,9 @@ impl Client {
         let target = DeleteTarget::Path(path.to_string());
         let mut removed = DeleteStats::default();
         let entry = entries_of(path).into_iter().next();
-        let parent_index = match &entry {
-            Some((parent, _)) => self.ctx.read_index(parent).await,
-            None => None,
-        };
-        let found = match (&parent_index, &entry) {
-            // the settled index of the parent does not name it: no object there
-            (Some(index), Some((_, name))) if !index.contains(name) => None,
-            _ => self.find_manifest_to_read(path).await?,
-        };
+        // (a file's delete reads no index: its lookup settles in the first round; only a
+        // path that is no file reads its parent's, which then says whether it is a directory)
+        let (found, parent_index) = self.find_manifest_and_parent(path).await?;
         if let Some(m) = &found {
             let live: HashSet<NodeId> = self.ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
             let holders: Vec<NodeId> = m.holders.iter().filter(|h| live.contains(*h)).cloned().collect::<BTreeSet<_>>().into_iter().collect();

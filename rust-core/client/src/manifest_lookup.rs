@@ -11,6 +11,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use fragstate_core::error::{Error, Result};
 use fragstate_core::format::Manifest;
 use fragstate_core::ids::NodeId;
+use fragstate_core::dir_index::{entries_of, DirIndex};
 use fragstate_core::lookup::{self, CreateLookup};
 
 use crate::client::{Client, STRAGGLER_GRACE};
@@ -32,6 +33,12 @@ impl Client {
     /// (`ci/bench-adaptive.sh`, setting a).
     pub(crate) async fn find_manifest_to_read(&self, path: &str) -> Result<Option<Arc<Manifest>>> {
         self.lookup_manifest(path, true).await
+    }
+
+    /// [`Self::find_manifest_to_read`], and the settled index of the path's
+    /// parent when the lookup read it (the first round did not settle).
+    pub(crate) async fn find_manifest_and_parent(&self, path: &str) -> Result<(Option<Arc<Manifest>>, Option<DirIndex>)> {
+        self.lookup_manifest_and_parent(path, true).await
     }
 
     /// The manifest lookup of creates: one round to the nodes placement ranks
@@ -69,14 +76,32 @@ impl Client {
     /// never a wrong "no such object" (a restore once read one for an
     /// existing object).
     async fn lookup_manifest(&self, path: &str, cut_stragglers: bool) -> Result<Option<Arc<Manifest>>> {
+        Ok(self.lookup_manifest_and_parent(path, cut_stragglers).await?.0)
+    }
+
+    /// [`Self::lookup_manifest`]. When the first round does not settle, the
+    /// settled index of the path's parent answers first (returned with the
+    /// result): a path it does not name is no visible object (a commit names
+    /// its object before publishing it), so no other node is asked.
+    async fn lookup_manifest_and_parent(&self, path: &str, cut_stragglers: bool) -> Result<(Option<Arc<Manifest>>, Option<DirIndex>)> {
         bump(&self.ctx.counters.manifest_lookups, 1);
         let view = self.ctx.transport.live_nodes();
         let candidates = lookup::lookup_candidates(path.as_bytes(), &view, self.ctx.cfg.params.fragments(), self.ctx.cfg.placement);
         let first = self.ask_for_manifest(path, &candidates, cut_stragglers).await;
         if first.newest.as_ref().is_some_and(|m| lookup::first_round_settles(m, first.copies)) {
             bump(&self.ctx.counters.manifest_lookups_by_path, 1);
-            return Ok(first.newest);
+            return Ok((first.newest, None));
         }
+        let parent = match entries_of(path).into_iter().next() {
+            Some((dir, name)) => self.ctx.read_index(dir).await.map(|index| (index, name)),
+            None => None,
+        };
+        if let Some((index, name)) = &parent {
+            if !index.contains(name) {
+                return Ok((None, parent.map(|(index, _)| index)));
+            }
+        }
+        let parent = parent.map(|(index, _)| index);
         let rest: Vec<NodeId> = view.into_iter().map(|n| n.id).filter(|n| !candidates.contains(n)).collect();
         let others = self.ask_for_manifest(path, &rest, cut_stragglers).await;
         let asked = candidates.len() + rest.len();
@@ -94,8 +119,8 @@ impl Client {
             (best, failed) = (round.newest, round.failed);
         }
         match (best, failed.first()) {
-            (Some(m), _) => Ok(Some(m)),
-            (None, None) => Ok(None),
+            (Some(m), _) => Ok((Some(m), parent)),
+            (None, None) => Ok((None, parent)),
             (None, Some(_)) if failed.len() == asked => Err(Error::NoNodeAnswered { what: format!("the manifest lookup of {path}") }),
             (None, Some((node, e))) => Err(Error::NodeUnavailable {
                 node: node.clone(),

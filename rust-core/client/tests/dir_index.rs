@@ -1,8 +1,8 @@
 //! The directory index over the in-process mesh: what a JobManager asks once
 //! per checkpoint (is `chk-N/_metadata` there? is the subsumed `chk-M` empty?)
 //! costs `k + m` requests a round instead of one per node, and every answer
-//! equals what a scan of every node's objects answers, through deletes,
-//! directory deletes and index holders that go down and come back.
+//! equals a model of the objects, through deletes, directory deletes and
+//! index holders that go down, come back, freeze or miss a change.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -406,6 +406,7 @@ fn library_node(c: &Cluster) -> (tokio::runtime::Runtime, fragstate_node::Node) 
         cell_size: 65536,
         // as the command-line nodes of this run (`FRAGSTATE_MEMBERSHIP`, read by `fragstate node`)
         membership: membership(),
+        directory_index: true,
         ..Default::default()
     };
     let node = {

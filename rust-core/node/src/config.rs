@@ -93,6 +93,9 @@ pub struct NodeConfig {
     pub adaptive_phase_ms: u64,
     /// Adaptive mode's largest `(k+m)/k`; absent: the configured parameters' own.
     pub adaptive_max_storage_overhead: Option<f64>,
+    /// The directory index (`ClientConfig::directory_index`); off by default,
+    /// not yet a Flink option (NETWORK.md: the 10-minute soaks with it on).
+    pub directory_index: bool,
 }
 
 impl Default for NodeConfig {
@@ -119,6 +122,7 @@ impl Default for NodeConfig {
             adaptive: Adaptive::default(),
             adaptive_phase_ms: DEFAULT_ADAPTIVE_PHASE_MS,
             adaptive_max_storage_overhead: None,
+            directory_index: false,
         }
     }
 }
@@ -158,7 +162,14 @@ impl NodeConfig {
             phase: std::time::Duration::from_millis(self.adaptive_phase_ms),
             max_storage_overhead: self.adaptive_max_storage_overhead.unwrap_or(params.storage_overhead()),
         });
-        let cfg = ClientConfig { params, read_ahead: self.read_ahead, hedge: params.m().min(1), adaptive, ..ClientConfig::default() };
+        let cfg = ClientConfig {
+            params,
+            read_ahead: self.read_ahead,
+            hedge: params.m().min(1),
+            adaptive,
+            directory_index: self.directory_index,
+            ..ClientConfig::default()
+        };
         cfg.validate()?;
         Ok(cfg)
     }

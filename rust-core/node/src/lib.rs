@@ -77,6 +77,7 @@ impl Node {
                     params: client_config.params,
                     read_ahead: client_config.read_ahead,
                     adaptive: client_config.adaptive,
+                    directory_index: client_config.directory_index,
                     ..net.client_config(false)
                 };
                 let client = Client::new(Arc::new(net.clone()), client_config)?;

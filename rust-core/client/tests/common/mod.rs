@@ -15,7 +15,7 @@ pub fn params(k: usize, m: usize) -> CodingParams {
 }
 
 pub fn client(mesh: &Arc<Mesh>, p: CodingParams) -> Client {
-    let cfg = ClientConfig { params: p, hedge: p.m().min(1), ..ClientConfig::default() };
+    let cfg = ClientConfig { params: p, hedge: p.m().min(1), directory_index: true, ..ClientConfig::default() };
     Client::new(mesh.clone(), cfg).unwrap()
 }
 

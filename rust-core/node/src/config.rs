@@ -93,8 +93,9 @@ pub struct NodeConfig {
     pub adaptive_phase_ms: u64,
     /// Adaptive mode's largest `(k+m)/k`; absent: the configured parameters' own.
     pub adaptive_max_storage_overhead: Option<f64>,
-    /// The directory index (`ClientConfig::directory_index`); off by default,
-    /// not yet a Flink option (NETWORK.md: the 10-minute soaks with it on).
+    /// The directory index (`ClientConfig::directory_index`; Flink's
+    /// `fragstate.directory-index`); off by default (NETWORK.md: the
+    /// 10-minute soaks with it on).
     pub directory_index: bool,
 }
 

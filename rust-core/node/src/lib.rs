@@ -280,4 +280,10 @@ mod tests {
         let e = NodeConfig::from_json(r#"{"adaptive":"maybe"}"#).unwrap_err().to_string();
         assert!(e.contains("maybe"), "{e}");
     }
+
+    #[test]
+    fn the_directory_index_is_off_by_default_and_turned_on_by_the_flink_option() {
+        assert!(!NodeConfig::default().client_config().unwrap().directory_index);
+        assert!(NodeConfig::from_json(r#"{"directoryIndex":true}"#).unwrap().client_config().unwrap().directory_index);
+    }
 }

@@ -253,6 +253,18 @@ public final class FragstateOptions {
                                     + " may use at most; from the configured parameters' own (k+m)/k"
                                     + " (the default) up to 4.");
 
+    public static final ConfigOption<Boolean> DIRECTORY_INDEX =
+            ConfigOptions.key("fragstate.directory-index")
+                    .booleanType()
+                    .defaultValue(false)
+                    .withDescription(
+                            "Whether this process's client keeps each directory's index on the k+m"
+                                    + " nodes that hold it, so that Flink's directory questions (exists,"
+                                    + " mkdirs, a checkpoint directory's delete) ask k+m nodes instead of"
+                                    + " every node (NETWORK.md, \"The directory index\"). Off by default"
+                                    + " until a soak with it on holds its checkpoint times flat; one value"
+                                    + " for the whole cluster.");
+
     public static final ConfigOption<LocalBackend> LOCAL_BACKEND =
             ConfigOptions.key("fragstate.local-backend")
                     .enumType(LocalBackend.class)

@@ -69,6 +69,7 @@ public final class FragstateSettings implements java.io.Serializable {
     final Adaptive adaptive;
     final Duration adaptivePhase;
     final Double adaptiveMaxStorageOverhead;
+    final boolean directoryIndex;
 
     private FragstateSettings(ReadableConfig config) {
         NativeLimits limits = NativeLimits.get();
@@ -150,6 +151,8 @@ public final class FragstateSettings implements java.io.Serializable {
                     adaptiveMaxStorageOverhead,
                     String.format(Locale.ROOT, "(k+m)/k of the configured parameters = %.3f ≤ overhead ≤ %d", own, overheadMax));
         }
+
+        this.directoryIndex = get(config, FragstateOptions.DIRECTORY_INDEX);
 
         String key = get(config, FragstateOptions.CLUSTER_KEY_FILE);
         this.clusterKeyFile = key == null || key.isBlank() ? null : key.trim();
@@ -240,6 +243,7 @@ public final class FragstateSettings implements java.io.Serializable {
         if (adaptiveMaxStorageOverhead != null) {
             json.put("adaptiveMaxStorageOverhead", adaptiveMaxStorageOverhead);
         }
+        json.put("directoryIndex", directoryIndex);
         if (mode == Mode.CLUSTER) {
             if (listen != null) {
                 json.put("listen", listen);

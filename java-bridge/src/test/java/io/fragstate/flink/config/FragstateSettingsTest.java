@@ -77,6 +77,13 @@ class FragstateSettingsTest {
     }
 
     @Test
+    void directoryIndexIsOffByDefaultAndSentToTheNode() {
+        assertThat(settings().toNodeJson()).contains("\"directoryIndex\":false");
+        assertThat(settings("fragstate.directory-index", "true").toNodeJson()).contains("\"directoryIndex\":true");
+        refused("fragstate.directory-index", "sometimes");
+    }
+
+    @Test
     void adaptiveModeIsOnByDefaultAndSentToTheNodeWithItsBounds() {
         assertThat(settings().toNodeJson()).contains("\"adaptive\":\"on\",\"adaptivePhaseMs\":300000").doesNotContain("adaptiveMaxStorageOverhead");
         assertThat(settings("fragstate.adaptive", "Off").toNodeJson()).contains("\"adaptive\":\"off\"");

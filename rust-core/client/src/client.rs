@@ -74,6 +74,9 @@ pub struct ClientStats {
     pub index_reads: u64,
     pub index_reads_settled: u64,
     pub index_requests: u64,
+    /// Records rebuilt from a listing of every node (a read that did not
+    /// settle although enough holders answered, a top directory's first use).
+    pub index_rebuilds: u64,
     /// Adaptive mode's phase and decision (`enabled` false and zeros when it is off).
     pub adaptive: AdaptiveStats,
     /// What this client's own transfers show of each peer (cell answers and
@@ -283,8 +286,7 @@ impl Client {
         for o in objects {
             let entries = entries_of(&o.path);
             let Some((parent, name)) = entries.first() else { continue };
-            let version = WriteVersion { created_unix_ms: o.created_unix_ms, write_id: o.write_id };
-            by_parent.entry(parent).or_default().push((name.clone(), Change::Remove(version)));
+            by_parent.entry(parent).or_default().push((name.clone(), Change::Remove(o.write_version())));
             subdirs.extend(entries.iter().map(|(d, _)| d.to_string()).filter(|d| d.starts_with(dir) && d.len() > dir.len()));
         }
         join_all(by_parent.into_iter().map(|(parent, changes)| self.ctx.index_remove(parent, changes))).await;
@@ -354,6 +356,7 @@ impl Client {
             index_reads: g(&c.index_reads),
             index_reads_settled: g(&c.index_reads_settled),
             index_requests: g(&c.index_requests),
+            index_rebuilds: g(&c.index_rebuilds),
             adaptive: self.ctx.adaptive.as_ref().map(|a| a.stats()).unwrap_or_default(),
             peers: self.ctx.peer_speeds.snapshot(),
         }

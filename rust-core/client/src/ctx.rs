@@ -51,11 +51,12 @@ pub(crate) struct Counters {
     pub manifest_lookups: AtomicU64,
     pub manifest_requests: AtomicU64,
     pub manifest_lookups_by_path: AtomicU64,
-    /// Directory index reads, those that settled, and the index requests sent
-    /// (reads, changes, births, fills: `crate::dir_index`).
+    /// Directory index reads, those that settled, the index requests sent
+    /// (reads, changes, births, fills: `crate::dir_index`) and the rebuilds.
     pub index_reads: AtomicU64,
     pub index_reads_settled: AtomicU64,
     pub index_requests: AtomicU64,
+    pub index_rebuilds: AtomicU64,
     /// Nodes that served at least one cell to this client.
     pub fetch_sources: std::sync::Mutex<HashSet<NodeId>>,
 }

@@ -8,18 +8,23 @@
 //!   the merge of their answers once `k` were complete
 //!   ([`quorum::settle`]); holders whose answer was partial or missing are
 //!   filled with it (read repair), so newcomers become complete without a
-//!   separate repair pass. A read that does not settle returns `None`: the
-//!   caller asks every node, as without an index.
+//!   separate repair pass.
+//! - A read that does not settle although `k` holders answered and some keep
+//!   a record (too many lost their completeness at once: declared dead, or
+//!   ranked out by a view change, with their records kept) is *rebuilt*: the
+//!   merge of the answers and a listing of every node below the directory
+//!   fill every holder, complete. One listing per directory and episode
+//!   (at most one per `UNSETTLED_FOR`), instead of a record that never
+//!   settles again, whose every question would go to every node.
 //! - A commit adds its name to its parent's index before its manifest is
 //!   published ([`quorum::change_acks`] = `m + 1` acknowledgements, else the
 //!   write fails), so a visible object is always in its parent's index.
-//! - A directory is born (its records made complete: [`quorum::birth_acks`])
-//!   only when it provably has no history a birth could hide: its parent's
-//!   settled index does not name it, or — under a parent with no settled
-//!   index (the base directories, which nobody creates through the index) —
-//!   a listing of every node finds nothing below it. Its name is added to
-//!   the parent first, so a birth cut short leaves a named, unborn directory
-//!   whose reads fall back (never a complete record that missed a change).
+//! - A directory no holder keeps a record of is born (its records made
+//!   complete and empty: [`quorum::birth_acks`]) when its parent's settled
+//!   index does not name it; otherwise (a top directory nobody created
+//!   through the index, or one whose records were all lost) it is rebuilt.
+//!   Its name is added to the parent first, so a birth cut short leaves a
+//!   named directory with no complete record, which the next read rebuilds.
 
 use std::collections::HashMap;
 
@@ -43,6 +48,18 @@ const MAX_BATCH: usize = 256;
 /// Subdirectory reads an emptiness check makes at most before it falls back.
 const MAX_EMPTINESS_READS: usize = 64;
 
+/// Why a directory's index read gave no index ([`Ctx::settle_index`]).
+enum NotSettled {
+    /// The client's index is off.
+    Off,
+    /// Fewer than `k` holders answered: nothing can be decided.
+    TooFewAnswers,
+    /// No holder keeps a record of the directory.
+    NoRecord,
+    /// The rebuild was not taken by `k` holders, or was tried too recently.
+    RebuildFailed,
+}
+
 /// What lies below a directory by the index ([`Ctx::dir_contents`]).
 pub(crate) enum DirContents {
     Empty,
@@ -57,10 +74,18 @@ impl Ctx {
     }
 
     /// The settled index of `dir` (ending in `/`), or `None` when its
-    /// holders' answers do not settle it (ask every node instead).
+    /// holders' answers do not settle it and it cannot be rebuilt (ask every
+    /// node instead; [`Self::settle_index`] says why).
     pub(crate) async fn read_index(&self, dir: &str) -> Option<DirIndex> {
+        self.settle_index(dir).await.ok()
+    }
+
+    /// Asks `dir`'s holders; a settled read fills the holders behind it, an
+    /// unsettled one of a directory some holder keeps a record of is rebuilt
+    /// ([`Self::rebuild_index`]).
+    async fn settle_index(&self, dir: &str) -> std::result::Result<DirIndex, NotSettled> {
         if !self.cfg.directory_index {
-            return None;
+            return Err(NotSettled::Off);
         }
         let holders = self.index_holders(dir);
         bump(&self.counters.index_reads, 1);
@@ -76,33 +101,85 @@ impl Ctx {
                 Err(e) => tracing::debug!(dir, node = %n, error = %e, "index read failed on one holder"),
             }
         }
-        match quorum::settle(answers.iter().map(|(_, a)| a.clone()), self.cfg.params.k()) {
+        match quorum::settle(answers.iter().map(|(_, a)| a.clone()), k) {
             Settled::Index(index) => {
                 bump(&self.counters.index_reads_settled, 1);
-                // Partial or missing records, and complete ones that missed a change (up to
-                // k - 1 may): filled, so that none keeps an add whose remove the others
-                // prune after the tombstones' TTL (a pruned remove no longer hides it).
-                let behind = |a: &Answer| !a.as_ref().is_some_and(|r| r.complete && r.index == index);
-                let stale: Vec<&NodeId> = answers.iter().filter(|(_, a)| behind(a)).map(|(n, _)| *n).collect();
-                if !stale.is_empty() {
-                    let fill = IndexUpdate::Fill(index.clone());
-                    let filled = self.send_index(&stale, dir, &fill, stale.len()).await;
-                    tracing::debug!(dir, stale = stale.len(), filled, "index holders behind a settled read filled from it");
+                // Partial or missing records are filled with the merge (complete from then
+                // on); complete ones that missed a change (up to k - 1 may) get the changes
+                // they lack, so that none keeps an add whose remove the others prune (a
+                // pruned remove no longer hides it). Only the changes: with commits in
+                // flight most reads of a busy directory find a holder a change behind,
+                // and a fill is the whole record (`shared/`'s names every file written).
+                let fill = IndexUpdate::Fill(index.clone());
+                let patches: Vec<(&NodeId, IndexUpdate)> = answers
+                    .iter()
+                    .filter_map(|(n, a)| match a {
+                        Some(r) if r.complete && r.index == index => None,
+                        Some(r) if r.complete => Some((*n, IndexUpdate::Batch(index.changes_beyond(&r.index)))),
+                        _ => Some((*n, fill.clone())),
+                    })
+                    .collect();
+                if !patches.is_empty() {
+                    let sent = patches.iter().map(|(n, u)| (*n, u)).collect::<Vec<_>>();
+                    let done = self.send_updates(dir, &sent, sent.len()).await;
+                    tracing::debug!(dir, behind = sent.len(), done, "index holders behind a settled read brought level");
                 }
-                Some(index)
+                Ok(index)
             }
             Settled::Unsettled { complete, needed } => {
-                tracing::debug!(dir, complete, needed, answered = answers.len(), "index read did not settle; asking every node");
-                None
+                tracing::debug!(dir, complete, needed, answered = answers.len(), "index read did not settle");
+                if answers.len() < k {
+                    return Err(NotSettled::TooFewAnswers);
+                }
+                if answers.iter().all(|(_, a)| a.is_none()) {
+                    return Err(NotSettled::NoRecord);
+                }
+                let mut merged = DirIndex::default();
+                for r in answers.iter().filter_map(|(_, a)| a.as_ref()) {
+                    merged.merge(&r.index);
+                }
+                self.rebuild_index(dir, merged).await.ok_or(NotSettled::RebuildFailed)
             }
         }
+    }
+
+    /// Rebuilds the record of `dir` from `answers` (the merge of at least
+    /// `k` holders' answers, complete or not) and a listing of every node
+    /// below it, and fills every holder with it (complete), once per
+    /// `UNSETTLED_FOR` ([`crate::known_dirs`]) at most; the index if `k`
+    /// took it. Holders lose completeness without losing their records (a
+    /// node declared dead, or ranked out by a view change, keeps them), so
+    /// a change done before (acknowledged by `m + 1` holders) is in the
+    /// answers of any `k` unless every holder that took it lost its records
+    /// since, and a commit's object is in the listing once its manifest is
+    /// published (NETWORK.md, "The directory index": what a rebuild costs).
+    async fn rebuild_index(&self, dir: &str, answers: DirIndex) -> Option<DirIndex> {
+        if self.known_dirs.rebuilt_lately(dir) {
+            return None;
+        }
+        self.known_dirs.rebuilt(dir);
+        let started = Instant::now();
+        let listed = list_everywhere(self, dir).await;
+        let mut index = answers;
+        index.merge(&DirIndex::from_listing(dir, listed.iter().map(|o| (o.path.as_str(), o.write_version()))));
+        let holders = self.index_holders(dir);
+        let needed = quorum::birth_acks(self.cfg.params.k());
+        let filled = self.send_index(&holders.iter().collect::<Vec<_>>(), dir, &IndexUpdate::Fill(index.clone()), needed).await;
+        bump(&self.counters.index_rebuilds, 1);
+        tracing::info!(dir, objects_listed = listed.len(), names = index.len(), filled, needed, millis = started.elapsed().as_millis() as u64, "directory index rebuilt from its holders' answers and a listing of every node");
+        (filled >= needed).then_some(index)
     }
 
     /// Sends `update` to `nodes`; returns how many acknowledged it (once
     /// `needed` have, the others get [`gather`]'s grace).
     async fn send_index(&self, nodes: &[&NodeId], dir: &str, update: &IndexUpdate, needed: usize) -> usize {
-        bump(&self.counters.index_requests, nodes.len() as u64);
-        let sends = nodes.iter().map(|n| timed(self, n, self.transport.index_update(n, dir, update)));
+        self.send_updates(dir, &nodes.iter().map(|n| (*n, update)).collect::<Vec<_>>(), needed).await
+    }
+
+    /// Sends each node its update of `dir`; [`Self::send_index`].
+    async fn send_updates(&self, dir: &str, updates: &[(&NodeId, &IndexUpdate)], needed: usize) -> usize {
+        bump(&self.counters.index_requests, updates.len() as u64);
+        let sends = updates.iter().map(|(n, u)| timed(self, n, self.transport.index_update(n, dir, u)));
         let acked = |got: &[Result<()>]| got.iter().filter(|r| r.is_ok()).count() >= needed;
         gather(sends, acked).await.into_iter().filter(Result::is_ok).count()
     }
@@ -147,55 +224,83 @@ impl Ctx {
         }
     }
 
-    /// Makes sure directory `dir` (ending in `/`) is born, when that can be
-    /// decided safely (module docs); else its reads keep falling back.
+    /// Makes sure directory `dir` (ending in `/`) is born and named in its
+    /// parent (module docs); else its reads keep falling back.
+    ///
+    /// One check of a directory at a time per client: the commits into a
+    /// directory whose memory ran out wait for one check instead of each
+    /// making it. A directory this client saw born is only named again (its
+    /// record is not read: `shared/`'s names every file written; if it lost
+    /// its completeness meanwhile, its next read rebuilds it).
     pub(crate) async fn ensure_dir(&self, dir: &str) {
         if !self.cfg.directory_index || self.known_dirs.is_born(dir) {
             return;
         }
+        let check = self.known_dirs.check_of(dir);
+        let _one_at_a_time = check.lock().await;
+        if self.known_dirs.is_born(dir) {
+            return;
+        }
         let entry = entry_in_parent(dir);
         let m = self.cfg.params.m();
-        if self.read_index(dir).await.is_some() {
-            if let Some((parent, name)) = entry {
-                // named again: a directory's delete may have removed the name
-                Box::pin(self.ensure_dir(parent)).await;
-                let named = IndexUpdate::Apply { name, change: Change::Add(now_version()) };
-                if let Err(e) = self.update_index(parent, &named, quorum::change_acks(m)).await {
-                    tracing::info!(dir, error = %e, "directory not named in its parent's index");
+        let settled = if self.known_dirs.was_born(dir) { Ok(DirIndex::default()) } else { self.settle_index(dir).await };
+        match settled {
+            Ok(_) => {}
+            Err(NotSettled::NoRecord) => {
+                // no holder keeps a record: a new directory (its parent's settled index does
+                // not name it: born empty), else one whose records were all lost, or a
+                // top directory nobody made through the index (rebuilt from a listing)
+                let parent_index = match &entry {
+                    Some((parent, _)) => {
+                        Box::pin(self.ensure_dir(parent)).await;
+                        self.read_index(parent).await
+                    }
+                    None => None,
+                };
+                if let (Some(index), Some((parent, name))) = (&parent_index, &entry) {
+                    if !index.contains(name) {
+                        if self.birth(dir, parent, name).await {
+                            self.known_dirs.born(dir);
+                        }
+                        return;
+                    }
+                }
+                if self.rebuild_index(dir, DirIndex::default()).await.is_none() {
                     return;
                 }
             }
-            self.known_dirs.born(dir);
-            return;
+            Err(_) => return,
         }
-        let Some((parent, name)) = entry else { return };
-        let parent_index = if self.known_dirs.unbornable_now(parent) {
-            None
-        } else {
+        if let Some((parent, name)) = entry {
+            // named again: a directory's delete may have removed the name
             Box::pin(self.ensure_dir(parent)).await;
-            self.read_index(parent).await
-        };
-        let bornable = match &parent_index {
-            Some(index) => !index.contains(&name),
-            None if self.known_dirs.unbornable_now(dir) => false,
-            None => list_everywhere(self, dir).await.is_empty(),
-        };
-        if !bornable {
-            if parent_index.is_none() {
-                self.known_dirs.unbornable(dir);
+            let named = IndexUpdate::Apply { name, change: Change::Add(now_version()) };
+            if let Err(e) = self.update_index(parent, &named, quorum::change_acks(m)).await {
+                tracing::info!(dir, error = %e, "directory not named in its parent's index");
+                return;
             }
-            return;
         }
+        self.known_dirs.born(dir);
+    }
+
+    /// The birth of `dir`, which its parent's settled index does not name:
+    /// named there first (a birth cut short leaves a named, unborn directory,
+    /// whose next read rebuilds it), then its record made complete and empty.
+    async fn birth(&self, dir: &str, parent: &str, name: &str) -> bool {
+        let named = IndexUpdate::Apply { name: name.to_string(), change: Change::Add(now_version()) };
         let birth = async {
-            self.update_index(parent, &IndexUpdate::Apply { name, change: Change::Add(now_version()) }, quorum::change_acks(m)).await?;
+            self.update_index(parent, &named, quorum::change_acks(self.cfg.params.m())).await?;
             self.update_index(dir, &IndexUpdate::Create, quorum::birth_acks(self.cfg.params.k())).await
         };
         match birth.await {
             Ok(()) => {
                 tracing::debug!(dir, "directory born in the index");
-                self.known_dirs.born(dir);
+                true
             }
-            Err(e) => tracing::info!(dir, error = %e, "directory not born in the index; its reads ask every node"),
+            Err(e) => {
+                tracing::info!(dir, error = %e, "directory not born in the index; its reads ask every node");
+                false
+            }
         }
     }
 

@@ -1,9 +1,9 @@
 //! What a client remembers of directories between calls to the directory
 //! index (`crate::dir_index`): those it saw born and named, and those it
-//! found it cannot bear. Bounded; both forget with time.
+//! rebuilt (or tried to) lately. Bounded; both forget with time.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Directories a client remembers as born or unbornable, at most; past it
@@ -16,9 +16,12 @@ const MAX_KNOWN_DIRS: usize = 4096;
 /// leave it unnamed in its parent (NETWORK.md: Flink never writes into a
 /// deleted checkpoint's directory).
 const KNOWN_FOR: Duration = Duration::from_secs(30);
-/// How long a directory found unbornable (objects below it, no settled
-/// index: a base directory) is not tried again.
-const UNBORNABLE_FOR: Duration = Duration::from_secs(60);
+/// How long after a rebuild of a directory's index (a listing of every
+/// node) this client does not rebuild it again: a rebuild that failed (too
+/// few holders took it) is not retried at every question, and one that
+/// succeeded but is lost again at once (views that keep disagreeing) costs
+/// one listing a minute, not one per question.
+const UNSETTLED_FOR: Duration = Duration::from_secs(60);
 
 /// What a client remembers of directories between calls.
 #[derive(Default)]
@@ -31,8 +34,10 @@ struct Known {
     /// Born and named in their parents (by this client, or their reads
     /// settled and this client named them), and when that was seen.
     born: HashMap<String, Instant>,
-    /// Not bornable when last tried, and when.
-    unbornable: HashMap<String, Instant>,
+    /// Rebuilt (or tried) lately, and when.
+    rebuilt: HashMap<String, Instant>,
+    /// The checks of directories in progress ([`KnownDirs::check_of`]).
+    checks: HashMap<String, Arc<tokio::sync::Mutex<()>>>,
 }
 
 /// Remembers `dir` at `now` in `map`, which starts over past [`MAX_KNOWN_DIRS`].
@@ -52,9 +57,21 @@ impl KnownDirs {
         self.lock().born.get(dir).is_some_and(|t| t.elapsed() < KNOWN_FOR)
     }
 
+    /// Whether this client saw `dir` born and named at some time (it may
+    /// since have been renamed away: [`KNOWN_FOR`]).
+    pub(crate) fn was_born(&self, dir: &str) -> bool {
+        self.lock().born.contains_key(dir)
+    }
+
+    /// The lock one check of `dir` holds (the same for concurrent callers).
+    pub(crate) fn check_of(&self, dir: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut k = self.lock();
+        k.checks.retain(|_, c| Arc::strong_count(c) > 1);
+        k.checks.entry(dir.to_string()).or_default().clone()
+    }
+
     pub(crate) fn born(&self, dir: &str) {
         let mut k = self.lock();
-        k.unbornable.remove(dir);
         remember(&mut k.born, dir);
     }
 
@@ -63,12 +80,13 @@ impl KnownDirs {
         self.lock().born.retain(|d, _| !d.starts_with(dir));
     }
 
-    pub(crate) fn unbornable_now(&self, dir: &str) -> bool {
-        self.lock().unbornable.get(dir).is_some_and(|t| t.elapsed() < UNBORNABLE_FOR)
+    /// Whether `dir` was rebuilt (or tried) less than [`UNSETTLED_FOR`] ago.
+    pub(crate) fn rebuilt_lately(&self, dir: &str) -> bool {
+        self.lock().rebuilt.get(dir).is_some_and(|t| t.elapsed() < UNSETTLED_FOR)
     }
 
-    pub(crate) fn unbornable(&self, dir: &str) {
-        remember(&mut self.lock().unbornable, dir);
+    pub(crate) fn rebuilt(&self, dir: &str) {
+        remember(&mut self.lock().rebuilt, dir);
     }
 }
 

@@ -38,7 +38,7 @@ impl Client {
     /// [`Self::find_manifest_to_read`], and the settled index of the path's
     /// parent when the lookup read it (the first round did not settle).
     pub(crate) async fn find_manifest_and_parent(&self, path: &str) -> Result<(Option<Arc<Manifest>>, Option<DirIndex>)> {
-        self.lookup_manifest_and_parent(path, true).await
+        self.lookup_manifest_and_parent(path, true, true).await
     }
 
     /// The manifest lookup of creates: one round to the nodes placement ranks
@@ -46,7 +46,12 @@ impl Client {
     /// ([`lookup::create_candidates`]); a path none of them holds, all of them
     /// answering, does not exist — what a create of a new checkpoint file
     /// asks, in a cluster of any size. Copies too few to settle the newest
-    /// write, or nodes that did not answer: every live node, as a read does.
+    /// write, or nodes that did not answer: a read's lookup. In a cluster no
+    /// larger than the window: a read's lookup that does not read the parent's
+    /// directory index (its first round, then every node: at most the window).
+    /// Reading it there made every create of a RocksDB state file in a cluster
+    /// of fewer than 18 nodes read `shared/`'s whole record, which names every
+    /// file written: the 10-minute soaks' checkpoint times grew with it.
     pub(crate) async fn find_manifest_to_create(&self, path: &str) -> Result<Option<Arc<Manifest>>> {
         let view = self.ctx.transport.live_nodes();
         let candidates = lookup::create_candidates(path.as_bytes(), &view, self.ctx.cfg.params.fragments(), self.ctx.cfg.placement);
@@ -59,10 +64,12 @@ impl Client {
                     bump(&self.ctx.counters.manifest_lookups_by_path, 1);
                     return Ok(round.newest);
                 }
-                CreateLookup::AskEveryone => {}
+                // (rare: a node of the window that did not answer; the parent's index
+                // then spares asking every node of a large cluster)
+                CreateLookup::AskEveryone => return self.find_manifest(path).await,
             }
         }
-        self.find_manifest(path).await
+        Ok(self.lookup_manifest_and_parent(path, false, false).await?.0)
     }
 
     /// The newest manifest of `path` on the live nodes. First the nodes
@@ -76,14 +83,15 @@ impl Client {
     /// never a wrong "no such object" (a restore once read one for an
     /// existing object).
     async fn lookup_manifest(&self, path: &str, cut_stragglers: bool) -> Result<Option<Arc<Manifest>>> {
-        Ok(self.lookup_manifest_and_parent(path, cut_stragglers).await?.0)
+        Ok(self.lookup_manifest_and_parent(path, cut_stragglers, true).await?.0)
     }
 
     /// [`Self::lookup_manifest`]. When the first round does not settle, the
-    /// settled index of the path's parent answers first (returned with the
-    /// result): a path it does not name is no visible object (a commit names
-    /// its object before publishing it), so no other node is asked.
-    async fn lookup_manifest_and_parent(&self, path: &str, cut_stragglers: bool) -> Result<(Option<Arc<Manifest>>, Option<DirIndex>)> {
+    /// settled index of the path's parent answers first if `read_parent`
+    /// (returned with the result): a path it does not name is no visible
+    /// object (a commit names its object before publishing it), so no other
+    /// node is asked.
+    async fn lookup_manifest_and_parent(&self, path: &str, cut_stragglers: bool, read_parent: bool) -> Result<(Option<Arc<Manifest>>, Option<DirIndex>)> {
         bump(&self.ctx.counters.manifest_lookups, 1);
         let view = self.ctx.transport.live_nodes();
         let candidates = lookup::lookup_candidates(path.as_bytes(), &view, self.ctx.cfg.params.fragments(), self.ctx.cfg.placement);
@@ -93,8 +101,8 @@ impl Client {
             return Ok((first.newest, None));
         }
         let parent = match entries_of(path).into_iter().next() {
-            Some((dir, name)) => self.ctx.read_index(dir).await.map(|index| (index, name)),
-            None => None,
+            Some((dir, name)) if read_parent => self.ctx.read_index(dir).await.map(|index| (index, name)),
+            _ => None,
         };
         if let Some((index, name)) = &parent {
             if !index.contains(name) {

@@ -309,3 +309,69 @@ fn a_stale_name_in_the_index_does_not_keep_a_directory() {
         assert_eq!(c.delete("fs://ns/ck/job/chk-12", false).await.unwrap().objects, 0);
     });
 }
+
+/// Holders that lost their records' completeness without losing their
+/// contents (m + 1 of them declared dead at once: SWIM under a stalled
+/// machine) leave too few complete answers to settle a read. The next read
+/// rebuilds the record from every answer and a listing of the directory, so
+/// the directory's questions settle again, right, and cost two rounds of
+/// `k + m` requests again instead of one listing of every node each.
+#[test]
+fn a_directory_whose_holders_lost_their_completeness_settles_again() {
+    rt().block_on(async {
+        let dir = "fs://ns/ck/job/shared/";
+        let (mesh, c, held_by) = twelve_nodes_and(dir).await;
+        write(&c, &format!("{dir}x"), &payload(2_000, 5), 2_000).await;
+        for n in &held_by[..3] {
+            mesh.kill(n).unwrap();
+            mesh.revive(n).unwrap();
+        }
+        let complete = held_by.iter().filter(|n| mesh.index_answer(n, dir).unwrap().is_some_and(|r| r.complete)).count();
+        assert_eq!(complete, 3, "three complete of six: fewer than k");
+        // a file written and one deleted while the record is rebuilt are kept right
+        write(&c, &format!("{dir}y"), &payload(2_000, 6), 2_000).await;
+        assert_eq!(c.delete(&format!("{dir}x"), false).await.unwrap().objects, 1);
+        assert_eq!(c.path_kind(&format!("{dir}z")).await.unwrap(), PathKind::Missing);
+        for n in &held_by {
+            let r = mesh.index_answer(n, dir).unwrap().expect("a record");
+            assert!(r.complete && r.index.contains("y") && !r.index.contains("x"), "{n}: rebuilt and complete: {r:?}");
+        }
+        let before = (requests(&mesh), c.stats());
+        assert_eq!(c.path_kind(&format!("{dir}w")).await.unwrap(), PathKind::Missing);
+        assert_eq!(requests_since(&mesh, before.0), 12, "settled again: two rounds of k + m");
+        assert_eq!(c.stats().index_reads_settled - before.1.index_reads_settled, 1);
+        assert!(matches!(c.path_kind("fs://ns/ck/job/shared").await.unwrap(), PathKind::Directory));
+        assert!(matches!(c.path_kind(&format!("{dir}y")).await.unwrap(), PathKind::Object(_)));
+    });
+}
+
+/// Commits into a directory this client has not checked yet (a new
+/// checkpoint's files, written by several subtasks at once) wait for one
+/// check of it: one read of the directory, one of its parent and one birth,
+/// not one of each per commit (without the per-directory lock: 32 reads). And
+/// the creates read no index: in a cluster no larger than the create window
+/// (12 nodes here) a create's lookup read the parent's index (18 reads).
+#[test]
+fn concurrent_commits_into_a_new_directory_check_it_once() {
+    rt().block_on(async {
+        let mesh = Mesh::in_memory(12, 1 << 30);
+        let c = client(&mesh, params(4, 2));
+        c.mkdirs("fs://ns/ck/job").await.unwrap();
+        // every request takes a while, so that the sixteen commits overlap
+        for n in mesh.node_ids() {
+            mesh.slow_down(&n, std::time::Duration::from_millis(5)).unwrap();
+        }
+        let before = c.stats();
+        let writes = (0..16).map(|i| {
+            let c = &c;
+            async move { write(c, &format!("fs://ns/ck/job/chk-1/f{i}"), &payload(1_000, i), 1_000).await }
+        });
+        futures::future::join_all(writes).await;
+        let reads = c.stats().index_reads - before.index_reads;
+        assert!(reads <= 2, "16 concurrent commits into a new directory read {reads} indexes (its own and its parent's once)");
+        for i in 0..16 {
+            assert!(matches!(c.path_kind(&format!("fs://ns/ck/job/chk-1/f{i}")).await.unwrap(), PathKind::Object(_)));
+        }
+        assert!(matches!(c.path_kind("fs://ns/ck/job/chk-1").await.unwrap(), PathKind::Directory));
+    });
+}

@@ -2,8 +2,9 @@
 //! objects so that "is there a file `D/x`?", "is `D/` empty?" and a listing of
 //! `D/` can be answered by the `k + m` nodes a reader asks first for `D/`,
 //! instead of by every node (NETWORK.md, "What still goes to every node": the
-//! plan). Not wired into the nodes and clients yet; this is the part with no
-//! I/O, so its rules are tested here. How many holders a change must reach
+//! plan). Storage nodes keep the records (`fragstate_net`'s `index_holder`)
+//! and clients ask them (`fragstate_client`'s `dir_index`); this is the part
+//! with no I/O, so its rules are tested here. How many holders a change must reach
 //! and a reader must hear: [`quorum`].
 //!
 //! Directories are implicit, as in the Flink file system above: `D/` exists
@@ -183,6 +184,22 @@ impl DirIndex {
         changed
     }
 
+    /// The changes that bring `other` level with `self` (what `self` knows
+    /// newer of each name), to merge into a holder whose answer was `other`.
+    pub fn changes_beyond(&self, other: &DirIndex) -> Vec<(String, Change)> {
+        let mut out = Vec::new();
+        for (name, e) in &self.entries {
+            let theirs = other.entries.get(name).copied().unwrap_or_default();
+            if let Some(added) = e.added.filter(|a| theirs.added.is_none_or(|t| *a > t)) {
+                out.push((name.clone(), Change::Add(added)));
+            }
+            if let Some(removed) = e.removed.filter(|r| theirs.removed.is_none_or(|t| *r > t)) {
+                out.push((name.clone(), Change::Remove(removed)));
+            }
+        }
+        out
+    }
+
     /// The names present, in order: objects by name, subdirectories with a
     /// trailing `/` (which may since have emptied: module docs).
     pub fn present(&self) -> impl Iterator<Item = &str> {
@@ -213,6 +230,27 @@ impl DirIndex {
     /// Bytes the entries count for: their names and [`ENTRY_OVERHEAD`] each.
     pub fn bytes(&self) -> usize {
         self.entries.keys().map(|n| n.len() + ENTRY_OVERHEAD).sum()
+    }
+
+    /// The index a listing of every node gives of `dir` (ending in `/`):
+    /// each object directly below it added with its version, each
+    /// subdirectory with the newest version of the objects below it. What a
+    /// rebuild merges with the holders' answers (the client's
+    /// `dir_index`): it names every object whose manifest was published,
+    /// but knows no removes and no empty subdirectory.
+    pub fn from_listing<'a>(dir: &str, objects: impl IntoIterator<Item = (&'a str, WriteVersion)>) -> DirIndex {
+        let mut index = DirIndex::default();
+        for (path, version) in objects {
+            let Some(rest) = path.strip_prefix(dir) else { continue };
+            let name = match rest.find('/') {
+                Some(slash) => &rest[..=slash],
+                None => rest,
+            };
+            if !name.is_empty() && name != "/" {
+                index.apply(name, Change::Add(version));
+            }
+        }
+        index
     }
 
     /// Forgets the names removed by deletes of versions created before
@@ -252,6 +290,37 @@ mod tests {
         assert_eq!(entries_of("a/b"), vec![("a/", "b".to_string())]);
         assert!(entries_of("plain").is_empty());
         assert!(entries_of("dir/").is_empty(), "a path ending in / names no object");
+    }
+
+    #[test]
+    fn the_changes_beyond_an_answer_bring_it_level() {
+        let mut behind = DirIndex::default();
+        behind.apply("a", Change::Add(v(1)));
+        behind.apply("b", Change::Add(v(2)));
+        let mut merged = behind.clone();
+        merged.apply("a", Change::Remove(v(1)));
+        merged.apply("c", Change::Add(v(3)));
+        merged.apply("b", Change::Add(v(4)));
+        let changes = merged.changes_beyond(&behind);
+        assert_eq!(changes.len(), 3, "{changes:?}");
+        for (name, change) in changes {
+            behind.apply(&name, change);
+        }
+        assert_eq!(behind, merged);
+        assert!(merged.changes_beyond(&behind).is_empty());
+    }
+
+    #[test]
+    fn a_listing_names_the_objects_and_subdirectories_directly_below() {
+        let listed = [("d/x", v(5)), ("d/sub/a", v(3)), ("d/sub/deeper/b", v(9)), ("d/y", v(1)), ("e/z", v(2)), ("d//w", v(4)), ("d/", v(6))];
+        let index = DirIndex::from_listing("d/", listed);
+        assert_eq!(index.present().collect::<Vec<_>>(), ["sub/", "x", "y"]);
+        assert_eq!(index.entries["sub/"].added, Some(v(9)), "a subdirectory: the newest version below it");
+        // merged with a holder's answer, a remove newer than a listed copy (a node that missed the delete) wins
+        let mut answer = DirIndex::default();
+        answer.apply("x", Change::Remove(v(5)));
+        answer.merge(&index);
+        assert!(!answer.contains("x") && answer.contains("y"));
     }
 
     #[test]

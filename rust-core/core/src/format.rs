@@ -163,6 +163,13 @@ pub struct ObjectSummary {
     pub write_id: WriteId,
 }
 
+impl ObjectSummary {
+    /// Which write of the path it is.
+    pub fn write_version(&self) -> WriteVersion {
+        WriteVersion { created_unix_ms: self.created_unix_ms, write_id: self.write_id }
+    }
+}
+
 /// The header at the start of every stored or transferred fragment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FragmentHeader {

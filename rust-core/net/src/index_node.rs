@@ -13,6 +13,15 @@ use crate::index_holder::Rank;
 use crate::state::{lock, Inner};
 use crate::wire::{IndexReadReq, IndexUpdateReq};
 
+/// How long a holder keeps a name removed from a directory's index. A late
+/// add of a version that old (a holder that missed the remove and kept its
+/// add, a delayed change) then makes the name present again: a stale name,
+/// which every reader checks against the object's manifest before it counts
+/// (`fragstate_client`'s `dir_index`), so this bounds the records — `shared/`
+/// of RocksDB's incremental checkpoints names every file written — at the
+/// cost of a lookup now and then, never of a wrong answer.
+pub const INDEX_REMOVES_KEPT_MS: u64 = 10 * 60 * 1000;
+
 impl Inner {
     /// The view a reader ranks this node in. A client ranks over its
     /// `Transport::live_nodes` (`Inner::live`: the live storage peers, and
@@ -57,14 +66,14 @@ impl Inner {
         Ok(lock(&self.index).read(&req.dir, rank, &self.id, || self.index_view()))
     }
 
-    /// The hello tick's upkeep: rankings rechecked, old removed names pruned
-    /// (at the tombstones' TTL: a late add of a version that old is taken as present).
+    /// The hello tick's upkeep: rankings rechecked, names removed more than
+    /// [`INDEX_REMOVES_KEPT_MS`] ago pruned (or at the tombstones' TTL if shorter).
     pub(crate) fn maintain_index(&self) {
         if self.cfg.store.is_none() {
             return;
         }
         let view = self.index_view();
-        let cut = now_unix_ms().saturating_sub(self.cfg.tombstone_limits.ttl_ms);
+        let cut = now_unix_ms().saturating_sub(self.cfg.tombstone_limits.ttl_ms.min(INDEX_REMOVES_KEPT_MS));
         let mut index = lock(&self.index);
         index.recheck(&self.id, &view);
         index.prune_due(cut, Instant::now());

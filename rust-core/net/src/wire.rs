@@ -380,8 +380,9 @@ pub struct Hello {
 /// holders, [`fragstate_core::holder_check`]); [`NodeStats`] counts them.
 /// 9: `IndexUpdate` and `IndexRead` requests: the directory index
 /// ([`fragstate_core::dir_index`]) on storage nodes; [`NodeStats`] counts its records.
+/// 10: the client's view counts directory index rebuilds (`index_rebuilds`).
 /// Peers of another version are not members ([`decode_hello`]).
-pub const PROTOCOL_VERSION: u32 = 9;
+pub const PROTOCOL_VERSION: u32 = 10;
 
 /// A `CheckHeld` request: the asker's copies of objects the receiver also holds.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

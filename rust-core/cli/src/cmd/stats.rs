@@ -23,7 +23,7 @@ fn print_client(c: &ClientStats) {
         "off".into()
     };
     println!(
-        "  client objects_written={} bytes_written={} objects_opened={} bytes_read={} failed_requests={} index_reads={} index_reads_settled={} index_requests={} codec_mb_s={:.1} adaptive={adaptive}",
+        "  client objects_written={} bytes_written={} objects_opened={} bytes_read={} failed_requests={} index_reads={} index_reads_settled={} index_requests={} index_rebuilds={} codec_mb_s={:.1} adaptive={adaptive}",
         c.objects_written,
         c.bytes_written,
         c.objects_opened,
@@ -32,6 +32,7 @@ fn print_client(c: &ClientStats) {
         c.index_reads,
         c.index_reads_settled,
         c.index_requests,
+        c.index_rebuilds,
         a.codec_bytes_per_s as f64 / 1e6
     );
     for p in &c.peers {

@@ -98,6 +98,7 @@ public final class FragstateMetrics {
                     Map.entry("indexReads", "/client/indexReads"),
                     Map.entry("indexReadsSettled", "/client/indexReadsSettled"),
                     Map.entry("indexRequests", "/client/indexRequests"),
+                    Map.entry("indexRebuilds", "/client/indexRebuilds"),
                     Map.entry("indexRecords", "/network/indexRecords"),
                     Map.entry("indexBytes", "/network/indexBytes"),
                     Map.entry("indexDropped", "/network/indexDropped"));

@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use futures::future::join_all;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
@@ -281,15 +280,15 @@ impl Client {
     /// A recursive delete's index changes: each object's name removed up to
     /// its version, then the directory's and its subdirectories' names.
     async fn index_remove_objects(&self, dir: &str, objects: &[ObjectSummary]) {
-        let mut by_parent: BTreeMap<&str, Vec<(String, Change)>> = BTreeMap::new();
+        let mut names = Vec::with_capacity(objects.len());
         let mut subdirs = BTreeSet::new();
         for o in objects {
             let entries = entries_of(&o.path);
             let Some((parent, name)) = entries.first() else { continue };
-            by_parent.entry(parent).or_default().push((name.clone(), Change::Remove(o.write_version())));
+            names.push((*parent, name.clone(), Change::Remove(o.write_version())));
             subdirs.extend(entries.iter().map(|(d, _)| d.to_string()).filter(|d| d.starts_with(dir) && d.len() > dir.len()));
         }
-        join_all(by_parent.into_iter().map(|(parent, changes)| self.ctx.index_remove(parent, changes))).await;
+        self.ctx.index_remove_each(names).await;
         self.ctx.index_remove_dir(dir, &subdirs.into_iter().collect::<Vec<_>>()).await;
     }
 

@@ -4,10 +4,13 @@
 //! depend downwards on it.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::future::join_all;
+use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::Semaphore;
 
 use fragstate_core::delete::{DeleteStats, DeleteTarget};
@@ -307,6 +310,32 @@ pub(crate) async fn timed<T>(ctx: &Ctx, node: &NodeId, request: impl std::future
 /// manifest has come ([`crate::Client::open`], [`crate::Client::stat`]), and
 /// a directory index read or change for the holders left once enough answered.
 pub const STRAGGLER_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Runs `requests` together and keeps their results until `enough` holds
+/// of them; the rest then get [`STRAGGLER_GRACE`] (or twice the time that
+/// took) and are dropped, so that one frozen holder does not hold every
+/// commit and read of its directories for the whole request timeout.
+pub(crate) async fn gather<T, F: Future<Output = T>>(requests: impl IntoIterator<Item = F>, mut enough: impl FnMut(&[T]) -> bool) -> Vec<T> {
+    let started = Instant::now();
+    let mut pending: FuturesUnordered<F> = requests.into_iter().collect();
+    let mut got = Vec::with_capacity(pending.len());
+    let mut deadline = None;
+    loop {
+        let next = match deadline {
+            None => pending.next().await,
+            Some(d) => match tokio::time::timeout_at(d, pending.next()).await {
+                Ok(next) => next,
+                Err(_) => break,
+            },
+        };
+        let Some(r) = next else { break };
+        got.push(r);
+        if deadline.is_none() && enough(&got) {
+            deadline = Some(tokio::time::Instant::now() + STRAGGLER_GRACE.max(started.elapsed() * 2));
+        }
+    }
+    got
+}
 
 /// Committed objects under `prefix` on every live node, the newest version of each path.
 pub(crate) async fn list_everywhere(ctx: &Ctx, prefix: &str) -> Vec<ObjectSummary> {

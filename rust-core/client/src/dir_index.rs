@@ -26,13 +26,11 @@
 //!   Its name is added to the parent first, so a birth cut short leaves a
 //!   named directory with no complete record, which the next read rebuilds.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
-use std::future::Future;
 use std::time::Instant;
 
 use futures::future::join_all;
-use futures::stream::{FuturesUnordered, StreamExt};
 
 use fragstate_core::dir_index::quorum::{self, Answer, IndexUpdate, Settled};
 use fragstate_core::dir_index::{self, entry_in_parent, Change, DirIndex};
@@ -40,7 +38,7 @@ use fragstate_core::error::{Error, Result};
 use fragstate_core::ids::{now_unix_ms, NodeId};
 use fragstate_core::version::WriteVersion;
 
-use crate::ctx::{bump, list_everywhere, timed, Ctx, STRAGGLER_GRACE};
+use crate::ctx::{bump, gather, list_everywhere, timed, Ctx};
 
 /// Names in one index request at most (a recursive delete's removes of a
 /// large directory go in several; names are at most a path's length).
@@ -333,38 +331,19 @@ impl Ctx {
     pub(crate) async fn index_remove_dir(&self, dir: &str, subdirs: &[String]) {
         self.known_dirs.forget_below(dir);
         let removed = dir_index::dir_removed_at(now_unix_ms());
-        let mut by_parent: HashMap<&str, Vec<(String, Change)>> = HashMap::new();
-        for (parent, name) in dir_index::dirs_below(dir, subdirs.iter().map(String::as_str)) {
-            by_parent.entry(parent).or_default().push((name, removed));
-        }
-        join_all(by_parent.into_iter().map(|(parent, changes)| self.index_remove(parent, changes))).await;
+        let entries = dir_index::dirs_below(dir, subdirs.iter().map(String::as_str));
+        self.index_remove_each(entries.into_iter().map(|(parent, name)| (parent, name, removed))).await;
     }
-}
 
-/// Runs `requests` together and keeps their results until `enough` holds
-/// of them; the rest then get [`STRAGGLER_GRACE`] (or twice the time that
-/// took) and are dropped, so that one frozen holder does not hold every
-/// commit and read of its directories for the whole request timeout.
-async fn gather<T, F: Future<Output = T>>(requests: impl IntoIterator<Item = F>, mut enough: impl FnMut(&[T]) -> bool) -> Vec<T> {
-    let started = Instant::now();
-    let mut pending: FuturesUnordered<F> = requests.into_iter().collect();
-    let mut got = Vec::with_capacity(pending.len());
-    let mut deadline = None;
-    loop {
-        let next = match deadline {
-            None => pending.next().await,
-            Some(d) => match tokio::time::timeout_at(d, pending.next()).await {
-                Ok(next) => next,
-                Err(_) => break,
-            },
-        };
-        let Some(r) = next else { break };
-        got.push(r);
-        if deadline.is_none() && enough(&got) {
-            deadline = Some(tokio::time::Instant::now() + STRAGGLER_GRACE.max(started.elapsed() * 2));
+    /// Removes each (directory, name, change) from its directory's index,
+    /// one batch per directory, the directories at once ([`Self::index_remove`]).
+    pub(crate) async fn index_remove_each<'a>(&self, changes: impl IntoIterator<Item = (&'a str, String, Change)>) {
+        let mut by_dir: BTreeMap<&str, Vec<(String, Change)>> = BTreeMap::new();
+        for (dir, name, change) in changes {
+            by_dir.entry(dir).or_default().push((name, change));
         }
+        join_all(by_dir.into_iter().map(|(dir, changes)| self.index_remove(dir, changes))).await;
     }
-    got
 }
 
 /// The version a directory's name is added with: newer than every delete so far.

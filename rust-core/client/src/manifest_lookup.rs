@@ -4,9 +4,6 @@
 //! their answers cannot settle it.
 
 use std::sync::Arc;
-use std::time::Instant;
-
-use futures::stream::{FuturesUnordered, StreamExt};
 
 use fragstate_core::error::{Error, Result};
 use fragstate_core::format::Manifest;
@@ -14,8 +11,8 @@ use fragstate_core::ids::NodeId;
 use fragstate_core::dir_index::{entries_of, DirIndex};
 use fragstate_core::lookup::{self, CreateLookup};
 
-use crate::client::{Client, STRAGGLER_GRACE};
-use crate::ctx::{bump, timed, RETRY_BACKOFF};
+use crate::client::Client;
+use crate::ctx::{bump, gather, timed, RETRY_BACKOFF};
 
 impl Client {
     /// The newest manifest of `path` held by any live node, every live
@@ -26,7 +23,7 @@ impl Client {
 
     /// The manifest lookup of reads: as [`Self::find_manifest`], but once a
     /// manifest has come, the nodes that have not answered within
-    /// [`STRAGGLER_GRACE`] (or twice the time the first manifest took) count as
+    /// [`STRAGGLER_GRACE`](crate::ctx::STRAGGLER_GRACE) (or twice the time the first manifest took) count as
     /// down — as a down node's copy would not be seen either. Without this one
     /// node whose answers queue behind cells on a slow link held every open of
     /// a restore, once for the whole 120 s request timeout
@@ -143,27 +140,18 @@ impl Client {
 
     /// One round of a manifest lookup: asks `nodes` for the newest manifest
     /// of `path`. With `cut_stragglers`, once a manifest has come, nodes that
-    /// have not answered within [`STRAGGLER_GRACE`] (or twice the time it
+    /// have not answered within [`STRAGGLER_GRACE`](crate::ctx::STRAGGLER_GRACE) (or twice the time it
     /// took) count as down.
     async fn ask_for_manifest(&self, path: &str, nodes: &[NodeId], cut_stragglers: bool) -> ManifestRound {
         bump(&self.ctx.counters.manifest_requests, nodes.len() as u64);
-        let started = Instant::now();
-        let mut answers: FuturesUnordered<_> =
-            nodes.iter().map(|n| async move { (n, timed(&self.ctx, n, self.ctx.transport.get_manifest(n, path)).await) }).collect();
+        let asks = nodes.iter().map(|n| async move { (n, timed(&self.ctx, n, self.ctx.transport.get_manifest(n, path)).await) });
+        let found = |got: &[(&NodeId, Result<_>)]| cut_stragglers && got.iter().any(|(_, a)| matches!(a, Ok(Some(_))));
+        let answers = gather(asks, found).await;
+        if answers.len() < nodes.len() {
+            tracing::debug!(path, stragglers = nodes.len() - answers.len(), "manifest lookup: nodes that had not answered count as down");
+        }
         let mut round = ManifestRound::default();
-        let mut deadline: Option<tokio::time::Instant> = None;
-        loop {
-            let next = match deadline {
-                None => answers.next().await,
-                Some(d) => match tokio::time::timeout_at(d, answers.next()).await {
-                    Ok(next) => next,
-                    Err(_) => {
-                        tracing::debug!(path, stragglers = answers.len(), "manifest lookup: nodes that had not answered count as down");
-                        break;
-                    }
-                },
-            };
-            let Some((node, answer)) = next else { break };
+        for (node, answer) in answers {
             match answer {
                 Ok(Some(m)) => round.add(m),
                 Ok(None) => {}
@@ -171,9 +159,6 @@ impl Client {
                     tracing::debug!(path, %node, error = %e, "manifest lookup failed on one node");
                     round.failed.push((node.clone(), e));
                 }
-            }
-            if cut_stragglers && deadline.is_none() && round.newest.is_some() {
-                deadline = Some(tokio::time::Instant::now() + STRAGGLER_GRACE.max(started.elapsed() * 2));
             }
         }
         round

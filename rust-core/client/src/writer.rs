@@ -22,6 +22,7 @@ use crate::repair::{publish_manifest, Fragments, Published};
 use crate::transport::FragmentSink;
 use fragstate_core::delete::DeleteTarget;
 use fragstate_core::ids::NodeId;
+use fragstate_core::version::WriteVersion;
 
 pub struct ObjectWriter {
     ctx: Arc<Ctx>,
@@ -264,6 +265,24 @@ impl ObjectWriter {
     }
 
     async fn commit(&mut self) -> Result<Arc<Manifest>> {
+        // The name goes into its parent's index (before the manifest is published: a visible
+        // object is always named there) while the last fragments are acknowledged, so the
+        // index round adds no time to a commit that waits for its holders anyway.
+        let version = WriteVersion { created_unix_ms: self.created_unix_ms, write_id: self.write_id };
+        let (ctx, path) = (self.ctx.clone(), self.path.to_string());
+        let (stored, named) = tokio::join!(self.finish_fragments(), ctx.index_commit(&path, version));
+        if let Err(e) = named.and(stored) {
+            if let Some((dir, name)) = entries_of(&path).into_iter().next() {
+                ctx.index_remove(dir, vec![(name, Change::Remove(version))]).await;
+            }
+            return Err(e);
+        }
+        self.publish().await
+    }
+
+    /// Flushes the last stripe and waits until every holder acknowledged its
+    /// fragment, re-placing the fragments of holders that failed.
+    async fn finish_fragments(&mut self) -> Result<()> {
         if !self.buf.is_empty() {
             self.flush_stripe().await?;
         }
@@ -293,6 +312,11 @@ impl ObjectWriter {
                 self.sinks[i] = sink;
             }
         }
+        Ok(())
+    }
+
+    /// Publishes the manifest of the stored fragments: the object is visible.
+    async fn publish(&mut self) -> Result<Arc<Manifest>> {
         self.observe_uploads();
         let manifest = Manifest {
             path: self.path.to_string(),
@@ -305,14 +329,6 @@ impl ObjectWriter {
             created_unix_ms: self.created_unix_ms,
             writer: self.ctx.cfg.writer_id.clone(),
         };
-        // in its parent's index before it is visible: a visible object is always named there
-        let version = manifest.write_version();
-        if let Err(e) = self.ctx.index_commit(&manifest.path, version).await {
-            if let Some((dir, name)) = entries_of(&manifest.path).into_iter().next() {
-                self.ctx.index_remove(dir, vec![(name, Change::Remove(version))]).await;
-            }
-            return Err(e);
-        }
         let mut avoid = self.failed.clone();
         let manifest = match publish_manifest(&self.ctx, manifest, &self.codec, &mut avoid).await? {
             Published::Visible(m) => m,

@@ -81,9 +81,7 @@ impl IndexHolder {
             None => drop(self.ranks.insert(dir.to_string(), rank)),
         }
         if answer.complete && !holds(dir, rank, me, &view()) {
-            // O(records) (the core's only way to reach one record's flag), only
-            // when the reader's view and this node's disagree
-            self.records.forget_completeness(|d| d == dir);
+            self.records.forget_completeness_of(dir);
             answer.complete = false;
         }
         Some(answer)

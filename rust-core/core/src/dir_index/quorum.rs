@@ -137,6 +137,13 @@ impl Records {
         self.dirs.iter_mut().filter(|(d, _)| of_dir(d)).for_each(|(_, h)| h.record.complete = false);
     }
 
+    /// [`Self::forget_completeness`] of one directory's record.
+    pub fn forget_completeness_of(&mut self, dir: &str) {
+        if let Some(h) = self.dirs.get_mut(dir) {
+            h.record.complete = false;
+        }
+    }
+
     /// Applies what a writer or reader sent ([`IndexUpdate`]).
     pub fn update_with(&mut self, dir: &str, update: &IndexUpdate) {
         match update {

@@ -56,9 +56,10 @@ pub struct ClientConfig {
     pub writer_id: String,
     /// Adaptive mode; `None`: off, every object gets `params`.
     pub adaptive: Option<AdaptiveConfig>,
-    /// Keep and use the directory index (`crate::dir_index`). Off by default:
-    /// in 10-minute soaks with it on (RocksDB incremental, 2 cores) the
-    /// checkpoint time grew minute by minute, cause not yet found (NETWORK.md).
+    /// Keep and use the directory index (`crate::dir_index`; Flink's
+    /// `fragstate.directory-index`). Off by default: on 8 nodes it cost a
+    /// 10-minute soak 1.2x the checkpoint time, and it pays from about 20
+    /// nodes up (NETWORK.md, "What still goes to every node": "Off by default").
     /// Off, every question about a directory asks every node, as before the
     /// index — what `fragstate bench checkpoints` compares against. Every
     /// client of a cluster must agree: a client with it off names nothing

@@ -99,7 +99,7 @@ impl Ctx {
                 Err(e) => tracing::debug!(dir, node = %n, error = %e, "index read failed on one holder"),
             }
         }
-        match quorum::settle(answers.iter().map(|(_, a)| a.clone()), k) {
+        match quorum::settle(answers.iter().map(|(_, a)| a), k) {
             Settled::Index(index) => {
                 bump(&self.counters.index_reads_settled, 1);
                 // Partial or missing records are filled with the merge (complete from then
@@ -109,32 +109,30 @@ impl Ctx {
                 // flight most reads of a busy directory find a holder a change behind,
                 // and a fill is the whole record (`shared/`'s names every file written).
                 let fill = IndexUpdate::Fill(index.clone());
-                let patches: Vec<(&NodeId, IndexUpdate)> = answers
-                    .iter()
-                    .filter_map(|(n, a)| match a {
-                        Some(r) if r.complete && r.index == index => None,
-                        Some(r) if r.complete => Some((*n, IndexUpdate::Batch(index.changes_beyond(&r.index)))),
-                        _ => Some((*n, fill.clone())),
-                    })
-                    .collect();
-                if !patches.is_empty() {
-                    let sent = patches.iter().map(|(n, u)| (*n, u)).collect::<Vec<_>>();
+                let mut to_fill = Vec::new();
+                let mut patches = Vec::new();
+                for (n, a) in &answers {
+                    match a {
+                        Some(r) if r.complete && r.index == index => {}
+                        Some(r) if r.complete => patches.push((*n, IndexUpdate::Batch(index.changes_beyond(&r.index)))),
+                        _ => to_fill.push(*n),
+                    }
+                }
+                if !(to_fill.is_empty() && patches.is_empty()) {
+                    // (the whole record once, however many holders it fills)
+                    let sent: Vec<(&NodeId, &IndexUpdate)> = to_fill.iter().map(|n| (*n, &fill)).chain(patches.iter().map(|(n, u)| (*n, u))).collect();
                     let done = self.send_updates(dir, &sent, sent.len()).await;
                     tracing::debug!(dir, behind = sent.len(), done, "index holders behind a settled read brought level");
                 }
                 Ok(index)
             }
-            Settled::Unsettled { complete, needed } => {
+            Settled::Unsettled { complete, needed, merged } => {
                 tracing::debug!(dir, complete, needed, answered = answers.len(), "index read did not settle");
                 if answers.len() < k {
                     return Err(NotSettled::TooFewAnswers);
                 }
                 if answers.iter().all(|(_, a)| a.is_none()) {
                     return Err(NotSettled::NoRecord);
-                }
-                let mut merged = DirIndex::default();
-                for r in answers.iter().filter_map(|(_, a)| a.as_ref()) {
-                    merged.merge(&r.index);
                 }
                 self.rebuild_index(dir, merged).await.ok_or(NotSettled::RebuildFailed)
             }
@@ -150,7 +148,7 @@ impl Ctx {
     /// a change done before (acknowledged by `m + 1` holders) is in the
     /// answers of any `k` unless every holder that took it lost its records
     /// since, and a commit's object is in the listing once its manifest is
-    /// published (NETWORK.md, "The directory index": what a rebuild costs).
+    /// published (NETWORK.md, "What still goes to every node": "rebuilt").
     async fn rebuild_index(&self, dir: &str, answers: DirIndex) -> Option<DirIndex> {
         if self.known_dirs.rebuilt_lately(dir) {
             return None;
@@ -240,10 +238,10 @@ impl Ctx {
             return;
         }
         let entry = entry_in_parent(dir);
-        let m = self.cfg.params.m();
-        let settled = if self.known_dirs.was_born(dir) { Ok(DirIndex::default()) } else { self.settle_index(dir).await };
+        // (a directory this client saw born is only named again)
+        let settled = if self.known_dirs.was_born(dir) { Ok(()) } else { self.settle_index(dir).await.map(drop) };
         match settled {
-            Ok(_) => {}
+            Ok(()) => {}
             Err(NotSettled::NoRecord) => {
                 // no holder keeps a record: a new directory (its parent's settled index does
                 // not name it: born empty), else one whose records were all lost, or a
@@ -272,8 +270,7 @@ impl Ctx {
         if let Some((parent, name)) = entry {
             // named again: a directory's delete may have removed the name
             Box::pin(self.ensure_dir(parent)).await;
-            let named = IndexUpdate::Apply { name, change: Change::Add(now_version()) };
-            if let Err(e) = self.update_index(parent, &named, quorum::change_acks(m)).await {
+            if let Err(e) = self.name_in_parent(parent, &name).await {
                 tracing::info!(dir, error = %e, "directory not named in its parent's index");
                 return;
             }
@@ -281,13 +278,19 @@ impl Ctx {
         self.known_dirs.born(dir);
     }
 
+    /// Adds the name of a directory (`name`, ending in `/`) to `parent`'s
+    /// index, newer than every delete so far.
+    async fn name_in_parent(&self, parent: &str, name: &str) -> Result<()> {
+        let named = IndexUpdate::Apply { name: name.to_string(), change: Change::Add(now_version()) };
+        self.update_index(parent, &named, quorum::change_acks(self.cfg.params.m())).await
+    }
+
     /// The birth of `dir`, which its parent's settled index does not name:
     /// named there first (a birth cut short leaves a named, unborn directory,
     /// whose next read rebuilds it), then its record made complete and empty.
     async fn birth(&self, dir: &str, parent: &str, name: &str) -> bool {
-        let named = IndexUpdate::Apply { name: name.to_string(), change: Change::Add(now_version()) };
         let birth = async {
-            self.update_index(parent, &named, quorum::change_acks(self.cfg.params.m())).await?;
+            self.name_in_parent(parent, name).await?;
             self.update_index(dir, &IndexUpdate::Create, quorum::birth_acks(self.cfg.params.k())).await
         };
         match birth.await {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Directories a client remembers as born or unbornable, at most; past it
+/// Directories a client remembers as born or rebuilt, at most; past it
 /// the memory starts over (a forgotten directory costs one more read).
 const MAX_KNOWN_DIRS: usize = 4096;
 /// How long a client takes a directory it saw born and named for still

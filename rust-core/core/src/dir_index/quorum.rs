@@ -250,17 +250,20 @@ impl Records {
 pub enum Settled {
     /// Every done change is in this merge of the answers.
     Index(DirIndex),
-    /// Too few complete answers: ask every node, as without an index.
+    /// Too few complete answers: ask every node, as without an index, or
+    /// rebuild the record from `merged` and a listing.
     Unsettled {
         /// Complete answers received.
         complete: usize,
         /// Complete answers needed (`k`).
         needed: usize,
+        /// The merge of the answers all the same (partial ones included).
+        merged: DirIndex,
     },
 }
 
 /// Merges `answers` (one per holder that answered); settled once `k` were complete.
-pub fn settle(answers: impl IntoIterator<Item = Answer>, k: usize) -> Settled {
+pub fn settle<'a>(answers: impl IntoIterator<Item = &'a Answer>, k: usize) -> Settled {
     let mut merged = DirIndex::default();
     let mut complete = 0;
     for r in answers.into_iter().flatten() {
@@ -270,7 +273,7 @@ pub fn settle(answers: impl IntoIterator<Item = Answer>, k: usize) -> Settled {
     if complete >= k {
         Settled::Index(merged)
     } else {
-        Settled::Unsettled { complete, needed: k }
+        Settled::Unsettled { complete, needed: k, merged }
     }
 }
 
@@ -310,7 +313,8 @@ mod tests {
 
     /// Settles `dir` from the holders in `answering`.
     fn read(holders: &[Records], answering: &[usize], dir: &str) -> Settled {
-        settle(answering.iter().map(|&s| holders[s].answer(dir)), K)
+        let answers: Vec<Answer> = answering.iter().map(|&s| holders[s].answer(dir)).collect();
+        settle(&answers, K)
     }
 
     proptest! {
@@ -409,8 +413,11 @@ mod tests {
         let mut partial = Records::default();
         partial.apply("d/", "late", Change::Add(v(5)));
         let answers = vec![complete.answer("d/"), partial.answer("d/"), None];
-        assert_eq!(settle(answers.clone(), 2), Settled::Unsettled { complete: 1, needed: 2 });
-        match settle(answers, 1) {
+        match settle(&answers, 2) {
+            Settled::Unsettled { complete: 1, needed: 2, merged } => assert!(merged.contains("late"), "merged all the same"),
+            other => panic!("{other:?}"),
+        }
+        match settle(&answers, 1) {
             Settled::Index(ix) => assert!(ix.contains("late"), "a partial answer's entries are merged"),
             other => panic!("{other:?}"),
         }

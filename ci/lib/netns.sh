@@ -83,7 +83,7 @@ shape() {
 # rate_of HOST DEFAULT: the host's rate from FRAGSTATE_NETNS_RATES, else DEFAULT.
 rate_of() {
   local pair
-  for pair in ${FRAGSTATE_NETNS_RATES//,/ }; do
+  for pair in ${FRAGSTATE_NETNS_RATES:+${FRAGSTATE_NETNS_RATES//,/ }}; do
     [ "${pair%%=*}" = "$1" ] && { echo "${pair#*=}"; return; }
   done
   echo "$2"
@@ -121,7 +121,7 @@ attach() {
 }
 
 up() {
-  local profile=$1 lan=$2 remote=${3:-} i h rate
+  local profile=$1 lan=$2 remote=${3:-} i h rate host_rate
   need ip "iproute2 (apt-get install iproute2); run as root"
   need tc "iproute2 (apt-get install iproute2); run as root"
   need unshare "util-linux"
@@ -171,7 +171,10 @@ up() {
   attach ctl 10.78.1.2 "$LAN_RT" 10.78.1.1 ""
   echo "ctl 10.78.1.2 lan" >>"$(hosts_file)"
   for h in ${lan//,/ }; do
-    attach "$h" "10.78.1.$i" "$LAN_RT" 10.78.1.1 "$(rate_of "$h" "$rate")"
+    # (assigned first: a failing rate_of inside the argument list would go unnoticed and leave
+    # the host's link unshaped, as an unset FRAGSTATE_NETNS_RATES did from 2026-12-02 to 12-07)
+    host_rate="$(rate_of "$h" "$rate")"
+    attach "$h" "10.78.1.$i" "$LAN_RT" 10.78.1.1 "$host_rate"
     echo "$h 10.78.1.$i lan" >>"$(hosts_file)"
     i=$((i + 1))
   done

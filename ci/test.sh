@@ -40,7 +40,7 @@ echo "sim quick variant took $((SECONDS - t0)) s"
 
 # one checkpoint's requests against cluster size, directory index on and off, quick variant (issue 13):
 # in-process meshes of 10, 40 and 160 nodes, 4 checkpoints; figures printed and plotted, not asserted
-# (client/tests/dir_index.rs asserts the counts). Long runs: ci/bench-checkpoints.sh. Results under
+# (client/tests/client/dir_index.rs asserts the counts). Long runs: ci/bench-checkpoints.sh. Results under
 # target/bench-checkpoints-quick/ (not committed).
 step "Checkpoint requests against cluster size, quick variant: ci/bench-checkpoints.sh --quick (long runs: ci/bench-checkpoints.sh)"
 t0=$SECONDS

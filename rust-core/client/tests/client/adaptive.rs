@@ -9,8 +9,7 @@ use fragstate_client::{AdaptiveConfig, Client, ClientConfig};
 use fragstate_core::params::{CodingParams, Compression};
 use fragstate_core::sample::noise as payload;
 
-mod common;
-use common::{read, rt, write};
+use crate::common::{read, rt, write};
 
 fn adaptive(phase: Duration, max_storage_overhead: f64) -> ClientConfig {
     let params = CodingParams::new(4, 2, 64 << 10, Compression::None).unwrap();

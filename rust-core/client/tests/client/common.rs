@@ -1,5 +1,4 @@
 //! What the mesh tests share: parameters, a client, a runtime, write and read.
-#![allow(dead_code)] // each test binary uses its own subset
 
 use std::sync::Arc;
 

@@ -17,8 +17,7 @@ use fragstate_core::sample::noise as payload;
 use fragstate_core::Error;
 use fragstate_client::transport::Transport;
 
-mod common;
-use common::{client, params, rt, write};
+use crate::common::{client, params, rt, write};
 
 /// Requests every mesh node received since `before` (from [`requests`]).
 fn requests_since(mesh: &Mesh, before: u64) -> u64 {

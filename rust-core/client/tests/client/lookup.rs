@@ -12,8 +12,7 @@ use fragstate_core::Error;
 use fragstate_core::placement::PlacementPolicy;
 use fragstate_core::sample::noise as payload;
 
-mod common;
-use common::{client, params, read, rt, write};
+use crate::common::{client, params, read, rt, write};
 
 const NODES: usize = 16;
 

@@ -15,8 +15,7 @@ use fragstate_core::params::{CodingParams, Compression};
 use fragstate_core::Error;
 use proptest::prelude::*;
 
-mod common;
-use common::{client, params, read, rt, write, CELL};
+use crate::common::{client, params, read, rt, write, CELL};
 
 #[test]
 fn round_trip_at_stripe_boundaries() {

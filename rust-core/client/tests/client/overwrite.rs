@@ -11,8 +11,7 @@ use fragstate_core::ids::WriteId;
 use fragstate_core::sample::noise;
 use fragstate_core::Error;
 
-mod common;
-use common::{client, params, read, rt, write, CELL};
+use crate::common::{client, params, read, rt, write, CELL};
 
 /// Write ids of `path`'s fragments still stored anywhere in the mesh.
 fn stored_writes(mesh: &Mesh, path: &str) -> Vec<WriteId> {

@@ -216,7 +216,7 @@ fn scrub_reads_at_its_rate() {
 
 /// Figure, not a check: how fast one node verifies its cells with no rate
 /// limit (disk store, page cache warm). Run with
-/// `cargo test --profile ci -p fragstate-client --test scrub -- --ignored --nocapture`.
+/// `cargo test --profile ci -p fragstate-client --test client scrub:: -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn scrub_throughput_unlimited() {

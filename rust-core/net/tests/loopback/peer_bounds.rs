@@ -15,11 +15,6 @@ use fragstate_net::{NetConfig, NetNode, Role};
 use fragstate_store::FragmentStore;
 use libp2p::identity::Keypair;
 
-/// One test at a time: each floods or starves a node on purpose. (Nodes that
-/// never met here, one binary run in four, were dials from a listen port
-/// whose 4-tuple was still in TIME_WAIT: `NewPortDials` in swarm.rs.)
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 fn header(i: u128) -> FragmentHeader {
     FragmentHeader {
         path: format!("bound/{i}"),
@@ -49,7 +44,7 @@ async fn storage_and_client(store: FragmentStore, request_timeout: Option<Durati
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_writer_gets_at_most_its_share_of_a_nodes_uploads() {
-    let _serial = SERIAL.lock().await;
+    let _alone = crate::FLOODS_APART.write().await;
     let (storage, writer) = storage_and_client(FragmentStore::in_memory("storage", u64::MAX), None).await;
 
     let target = storage.id().clone();
@@ -84,7 +79,7 @@ async fn one_writer_gets_at_most_its_share_of_a_nodes_uploads() {
 /// server's write times out: then the stream is closed mid-answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_that_stops_reading_loses_its_stream_at_the_write_timeout() {
-    let _serial = SERIAL.lock().await;
+    let _alone = crate::FLOODS_APART.write().await;
     use fragstate_core::format;
     use fragstate_net::wire::{self, GetCellReq, Kind};
     use futures::{AsyncReadExt, AsyncWriteExt};
@@ -171,7 +166,7 @@ fn tcp_port(node: &NetNode) -> u16 {
 /// of them; the rest are closed at once, and established peers keep being served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn half_open_connections_beyond_the_pending_limit_are_closed_at_once() {
-    let _serial = SERIAL.lock().await;
+    let _alone = crate::FLOODS_APART.write().await;
     use fragstate_net::MAX_PENDING_INCOMING;
 
     const DIALS: usize = 300;
@@ -195,7 +190,7 @@ async fn half_open_connections_beyond_the_pending_limit_are_closed_at_once() {
 /// flood's handshakes to time out: 10 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_address_flooding_half_open_connections_does_not_keep_others_out() {
-    let _serial = SERIAL.lock().await;
+    let _alone = crate::FLOODS_APART.write().await;
     use fragstate_net::MAX_PENDING_INCOMING_PER_ADDRESS;
 
     let (storage, reader) = storage_and_client(FragmentStore::in_memory("storage", u64::MAX), None).await;

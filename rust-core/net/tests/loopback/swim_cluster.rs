@@ -85,6 +85,7 @@ async fn get(client: &Client, path: &str) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_swim_cluster_serves_objects_and_finds_stopped_and_leaving_nodes() {
+    let _no_flood = crate::FLOODS_APART.read().await;
     let seed = start(Role::Storage, "n0", &[]).await;
     let mut nodes = vec![seed.clone()];
     for i in 1..7 {
@@ -149,6 +150,7 @@ async fn a_swim_cluster_serves_objects_and_finds_stopped_and_leaving_nodes() {
 /// idle 100-node cluster before).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_cluster_larger_than_the_monitors_opens_no_connections_for_probes() {
+    let _no_flood = crate::FLOODS_APART.read().await;
     let n = 24;
     let mut nodes = Vec::new();
     for i in 0..n {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The soak benchmark of issue 10 (not part of CI's quick tier; ci/test.sh runs a 3-minute smoke):
+# The soak benchmark of issue 10 (not part of CI's quick tier; ci/test.sh runs a 1-minute smoke):
 # a real Flink 2.2.1 cluster in cluster mode with the README's fragstate lines (RS(4,2)), RocksDB
 # with incremental checkpoints, a checkpoint every second, the Traffic Monitoring job fed by the
 # vehicle generator, a kill -9 of a TaskManager that runs window subtasks every --kill-every
@@ -13,11 +13,12 @@
 # panic in any Flink or fragstate log. Exit code 0 only when everything passed.
 #
 #   ci/soak.sh                                   # 60 min, kill every 10 min, sample every 60 s
-#   ci/soak.sh --minutes 3 --kill-every 2 --sample-every 30 --out target/soak-smoke   # the CI smoke
+#   ci/soak.sh --minutes 1 --kill-every 0.6 --sample-every 20 --out target/soak-smoke   # the CI smoke
 #   ci/soak.sh --help
 # Options (all passed to io.fragstate.it.RunSoak): --minutes N, --kill-every MINUTES (fractions
 # allowed), --sample-every SECONDS, --min-deletes N (default 500,000 x minutes / 60),
-# --parallelism P (8), --task-managers T (5), --out DIR (default
+# --parallelism P (8), --task-managers T (5), --standalone-nodes N (2; up to 64: a larger storage
+# cluster for the same job), --out DIR (default
 # integration-tests/soak/results/<UTC date>). FRAGSTATE_SOAK_SKIP_BUILD=1 uses the jars already
 # built; FRAGSTATE_CARGO_PROFILE=ci|release (default release) picks the Rust build.
 #

@@ -16,7 +16,7 @@ import java.util.Map;
  * <pre>
  * java -cp integration-tests-&lt;version&gt;-all.jar io.fragstate.it.RunSoak [--repo .]
  *     [--minutes 60] [--kill-every 10] [--sample-every 60] [--min-deletes N]
- *     [--parallelism 8] [--task-managers 5] [--out DIR] [--config key=value]...
+ *     [--parallelism 8] [--task-managers 5] [--standalone-nodes 2] [--out DIR] [--config key=value]...
  * </pre>
  * ({@code --config}: a Flink setting on top of the soak's, e.g. for an experiment.)
  * ({@code --kill-every} in minutes, may be fractional; {@code --sample-every} in seconds.)

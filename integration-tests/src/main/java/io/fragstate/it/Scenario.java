@@ -375,7 +375,7 @@ public record Scenario(String id, String description, Map<String, String> flinkC
                 "soak: README config, RS(4,2), RocksDB incremental, 1 s checkpoints, " + plan.minutes()
                         + " min, kill -9 of a TaskManager every " + plan.killEvery().toSeconds() + " s",
                 config, List.of(Artifacts.pluginJar(repo)), plan.taskManagers(), plan.parallelism(), 1_000, sim,
-                Disruption.killTaskManagers(1, Trigger.AFTER_CHECKPOINTS), 2);
+                Disruption.killTaskManagers(1, Trigger.AFTER_CHECKPOINTS), plan.standaloneNodes());
     }
 
     /**

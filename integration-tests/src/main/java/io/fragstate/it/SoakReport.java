@@ -33,7 +33,8 @@ final class SoakReport {
         doc.put("passed", verdict.passed());
         doc.put("plan", Map.of("minutes", plan.minutes(), "killEverySeconds", plan.killEvery().toSeconds(),
                 "sampleEverySeconds", plan.sampleEvery().toSeconds(), "minObjectsDeleted", plan.minDeletes(),
-                "parallelism", plan.parallelism(), "taskManagers", plan.taskManagers()));
+                "parallelism", plan.parallelism(), "taskManagers", plan.taskManagers(),
+                "standaloneNodes", plan.standaloneNodes()));
         doc.put("checks", verdict.checks);
         if (!Double.isNaN(verdict.baselineFrom)) {
             doc.put("growthBaselineFromMinute", verdict.baselineFrom);
@@ -83,8 +84,9 @@ final class SoakReport {
         StringBuilder md = new StringBuilder();
         md.append("# Soak ").append(v.passed() ? "PASSED" : "FAILED").append("\n\n");
         md.append(String.format(Locale.ROOT, "%d min, kill -9 of a TaskManager every %d s, a sample every %d s;"
-                + " %d TaskManagers + JobManager + 2 standalone nodes, parallelism %d; %s; %s.%n%n", plan.minutes(),
-                plan.killEvery().toSeconds(), plan.sampleEvery().toSeconds(), plan.taskManagers(), plan.parallelism(),
+                + " %d TaskManagers + JobManager + %d standalone nodes, parallelism %d; %s; %s.%n%n", plan.minutes(),
+                plan.killEvery().toSeconds(), plan.sampleEvery().toSeconds(), plan.taskManagers(),
+                plan.standaloneNodes(), plan.parallelism(),
                 scenario.description(), build.describe()));
         md.append("| check | result | detail |\n| --- | --- | --- |\n");
         v.checks.forEach(c -> md.append("| ").append(c.name()).append(" | ").append(c.passed() ? "pass" : "**FAIL**")

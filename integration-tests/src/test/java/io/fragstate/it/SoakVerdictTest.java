@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 class SoakVerdictTest {
     private static final long GIB = 1L << 30;
     private static final SoakPlan PLAN =
-            new SoakPlan(60, Duration.ofMinutes(10), Duration.ofMinutes(1), 0, 16, 4, Path.of("unused"));
+            new SoakPlan(60, Duration.ofMinutes(10), Duration.ofMinutes(1), 0, 16, 4, 2, Path.of("unused"));
 
     /** One sample a minute of {@code node}'s process {@code pid} over [from, to) with this RSS. */
     private static void sample(List<NodeSampler.NodeSample> out, String node, long pid, int from, int to, long rss) {
@@ -165,7 +165,7 @@ class SoakVerdictTest {
     void theCommittedRunsStillJudgeTheJobManagersHeapGrowthAsBefore() throws IOException {
         // 90 minutes with the JobManager's heap growth (fixed in commit 7255e34): still caught.
         SoakVerdict before = new SoakVerdict();
-        before.compareWindows(new SoakPlan(90, Duration.ofMinutes(10), Duration.ofMinutes(1), 0, 16, 4,
+        before.compareWindows(new SoakPlan(90, Duration.ofMinutes(10), Duration.ofMinutes(1), 0, 16, 4, 2,
                 Path.of("unused")), committedRun("2026-12-05-90min-swim-rebalancing"));
         assertThat(before.windows).filteredOn(w -> !w.passed())
                 .extracting(w -> w.node().replaceAll(" \\(pid \\d+\\)", "") + " " + w.series())

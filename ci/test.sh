@@ -18,17 +18,18 @@ t0=$SECONDS
 within 40 "the Rust workspace tests" env FRAGSTATE_ATTACK_SECONDS=8 cargo test --workspace --profile ci --locked
 echo "rust tests took $((SECONDS - t0)) s"
 
-# three of the multi-process network tests again with the full mesh (SWIM is the default since
+# four of the multi-process network tests again with the full mesh (SWIM is the default since
 # 2026-12-05, issue 13; `fragstate node --membership` reads FRAGSTATE_MEMBERSHIP): the ones whose
 # outcome hangs on who knows a node is dead — kill -9 of m and of m + 1 holders, a node restarted,
-# an index holder killed. All twelve (85 s; a quick variant since 2026-12-07, to keep CI under
+# an index holder killed, the seed restarted. All thirteen (85 s; a quick variant since 2026-12-07, to keep CI under
 # 45 minutes): FRAGSTATE_MEMBERSHIP=mesh cargo test --workspace --profile ci --locked --test net_cluster
 step "Rust: network cluster tests under mesh membership, quick variant (FRAGSTATE_MEMBERSHIP=mesh)"
 t0=$SECONDS
 # (--workspace, not -p fragstate-cli: the same features as the build above, so nothing is compiled again)
 within 15 "the network cluster tests under the mesh" env FRAGSTATE_MEMBERSHIP=mesh cargo test --workspace --profile ci --locked \
   --test net_cluster -- sizes_round_trip_and_survive_m_kills_at_once_but_not_m_plus_1 \
-  restarted_disk_node_serves_again_and_applies_deletes_it_missed directory_questions_stay_right_when_an_index_holder_is_killed
+  restarted_disk_node_serves_again_and_applies_deletes_it_missed directory_questions_stay_right_when_an_index_holder_is_killed \
+  a_seed_that_is_its_own_bootstrap_learns_the_cluster_again_after_a_restart
 echo "network cluster tests under the mesh took $((SECONDS - t0)) s"
 
 # placement and membership at scale, quick variant (issue 13): the real placement and SWIM code over simulated clusters of

@@ -523,6 +523,41 @@ fn dns_bootstrap_addresses_resolve_for_nodes_and_clients() {
     assert!(!out.status.success() && err.contains("/dns4/localhost/tcp/0") && err.contains("/ip4/0.0.0.0/tcp/7710"), "{}", text(&out));
 }
 
+/// The README's layout: the first node (the JobManager's) is its own bootstrap
+/// and every other node joins through it. After a `kill -9` of that node and a
+/// restart on the same port — with a new peer id, as a memory store has — it
+/// dials nobody, so the others must find it: each redials a bootstrap address
+/// whose node is gone (`dials.rs`, `redial_gone`) and joins through the node
+/// there. A client that knows only the seed's address then sees the whole
+/// cluster and reads what was written before. (Before 2026-12-07 the seed
+/// stayed alone for good: live 1, every read through it failed.)
+#[test]
+fn a_seed_that_is_its_own_bootstrap_learns_the_cluster_again_after_a_restart() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = Cluster::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let seed = format!("/ip4/127.0.0.1/tcp/{port}");
+    let mut args: Vec<String> = ["--listen", &seed, "--bootstrap", &seed, "--domain", "seed", "--memory", "1GiB"].iter().map(|s| s.to_string()).collect();
+    args.extend(["--key-file".to_string(), c.key.display().to_string()]);
+    let log = c.dir.path().join("node-seed.log");
+    let (child, peer, addr) = spawn_node(&args, &log);
+    c.nodes.push(NodeProc { child: Some(child), peer, addr, args, log });
+    // the other nodes and every client command join through the seed's address only
+    c.bootstrap = Some(seed.clone());
+    c.start(6, false, &[]);
+    let data = payload(1 << 20, 21);
+    c.put(&data, "/seed/obj", SMALL_CELLS);
+
+    let before = c.nodes[0].peer.clone();
+    c.kill9(0);
+    let (child, peer, addr) = spawn_node(&c.nodes[0].args, &c.nodes[0].log.clone());
+    assert_ne!(peer, before, "a memory-store node restarts under a new peer id");
+    c.nodes[0] = NodeProc { child: Some(child), peer, addr, args: c.nodes[0].args.clone(), log: c.nodes[0].log.clone() };
+    c.wait_for("a client through the restarted seed to see all 7 nodes", |c| c.cli(&["ls", "/"], 7).status.success());
+    assert_eq!(c.get("/seed/obj").unwrap(), data);
+    c.wait_for("every node to see all 7", |c| c.stats().iter().all(|s| s.get("live").map(String::as_str) == Some("7")));
+}
+
 /// The one fragment file in node `i`'s store directory.
 fn only_fragment_file(c: &Cluster, i: usize) -> PathBuf {
     let dir = c.dir.path().join(format!("store-{i}")).join("fragments");

@@ -1,6 +1,7 @@
 //! Dials the swarm task makes on purpose: to the bootstrap addresses (a
 //! failure is a warning naming the address, never this node's own address),
-//! and to members on demand for the tasks waiting on them ([`Cmd::Dial`]).
+//! again to those whose node is gone (a seed that restarted), and to members
+//! on demand for the tasks waiting on them ([`Cmd::Dial`]).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -18,16 +19,24 @@ use crate::state::{lock, Inner};
 /// address — every other failed dial is only a debug line.
 #[derive(Default)]
 pub(crate) struct BootstrapDials {
-    pending: HashMap<ConnectionId, Multiaddr>,
+    /// Dials in flight: the address, and whether a failure is worth a warning.
+    pending: HashMap<ConnectionId, (Multiaddr, bool)>,
     /// When each address's last failure was logged as a warning.
     warned: HashMap<Multiaddr, Instant>,
     /// Bootstrap addresses found to be this node's own (logged once, never dialled).
     own: Vec<Multiaddr>,
+    /// The peer each bootstrap address last led to.
+    reached: HashMap<Multiaddr, PeerId>,
+    last_redial: Option<Instant>,
 }
 
 /// While alone, a node redials its bootstrap addresses every tick (3 s); a
 /// failing address is logged as a warning at most this often.
 const BOOTSTRAP_WARN_EVERY: Duration = Duration::from_secs(30);
+
+/// While not alone, a node redials the bootstrap addresses whose node is gone
+/// at most this often ([`BootstrapDials::redial_gone`]).
+pub(crate) const REDIAL_GONE_EVERY: Duration = Duration::from_secs(10);
 
 impl BootstrapDials {
     /// Dials every bootstrap address except this node's own (`listen`: the configured and the
@@ -41,19 +50,49 @@ impl BootstrapDials {
                 }
                 continue;
             }
-            let opts = DialOpts::from(addr.clone());
-            let id = opts.connection_id();
-            match swarm.dial(opts) {
-                Ok(()) => {
-                    self.pending.insert(id, addr.clone());
-                }
-                Err(e) => self.failed(addr, &e.to_string()),
+            self.dial(swarm, addr, true);
+        }
+    }
+
+    /// Once per [`REDIAL_GONE_EVERY`], dials the bootstrap addresses (not this node's own) that
+    /// never led to a peer or whose peer is no longer `up` here. A seed that restarted — under
+    /// a new peer id (a memory store) or its old one — is dialled again, and the connection
+    /// joins through it ([`Self::event`]): the JobManager's node with the README's lines is its
+    /// own bootstrap and, restarted alone, dials nobody; without this it would never learn the
+    /// cluster again. Failures are debug lines: this node has other peers.
+    pub(crate) fn redial_gone<B: NetworkBehaviour>(
+        &mut self,
+        swarm: &mut Swarm<B>,
+        addrs: &[Multiaddr],
+        listen: &[Multiaddr],
+        up: impl Fn(&PeerId) -> bool,
+    ) {
+        if self.last_redial.is_some_and(|t| t.elapsed() < REDIAL_GONE_EVERY) {
+            return;
+        }
+        self.last_redial = Some(Instant::now());
+        for addr in addrs {
+            let gone = self.reached.get(addr).is_none_or(|peer| !up(peer));
+            let dialling = self.pending.values().any(|(a, _)| a == addr);
+            if gone && !dialling && !is_own_address(addr, listen) {
+                self.dial(swarm, addr, false);
             }
         }
     }
 
-    fn failed(&mut self, addr: &Multiaddr, error: &str) {
-        let due = self.warned.get(addr).is_none_or(|t| t.elapsed() >= BOOTSTRAP_WARN_EVERY);
+    fn dial<B: NetworkBehaviour>(&mut self, swarm: &mut Swarm<B>, addr: &Multiaddr, warn: bool) {
+        let opts = DialOpts::from(addr.clone());
+        let id = opts.connection_id();
+        match swarm.dial(opts) {
+            Ok(()) => {
+                self.pending.insert(id, (addr.clone(), warn));
+            }
+            Err(e) => self.failed(addr, &e.to_string(), warn),
+        }
+    }
+
+    fn failed(&mut self, addr: &Multiaddr, error: &str, warn: bool) {
+        let due = warn && self.warned.get(addr).is_none_or(|t| t.elapsed() >= BOOTSTRAP_WARN_EVERY);
         if due {
             self.warned.insert(addr.clone(), Instant::now());
             tracing::warn!(%addr, %error, "cannot reach bootstrap address; retrying every 3 s while no peer is connected");
@@ -66,15 +105,18 @@ impl BootstrapDials {
     pub(crate) fn event<E>(&mut self, ev: &SwarmEvent<E>) -> Option<PeerId> {
         match ev {
             SwarmEvent::ConnectionEstablished { connection_id, peer_id, .. } => {
-                let addr = self.pending.remove(connection_id)?;
+                let (addr, _) = self.pending.remove(connection_id)?;
                 if self.warned.remove(&addr).is_some() {
                     tracing::info!(%addr, "bootstrap address reached");
+                }
+                if self.reached.insert(addr.clone(), *peer_id).is_some_and(|before| before != *peer_id) {
+                    tracing::info!(%addr, peer = %peer_id, "bootstrap address leads to another node than before (restarted): joining through it");
                 }
                 return Some(*peer_id);
             }
             SwarmEvent::OutgoingConnectionError { connection_id, error, .. } => {
-                if let Some(addr) = self.pending.remove(connection_id) {
-                    self.failed(&addr, &error.to_string());
+                if let Some((addr, warn)) = self.pending.remove(connection_id) {
+                    self.failed(&addr, &error.to_string(), warn);
                 }
             }
             _ => {}

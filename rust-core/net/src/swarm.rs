@@ -231,13 +231,19 @@ pub(crate) async fn swarm_task(inner: Arc<Inner>, mut swarm: Swarm<Behaviour>, m
                 Cmd::Dial { peer, done } => dials.dial(&inner, &mut swarm, peer, done),
             },
             _ = tick.tick() => {
-                // Find peers that joined elsewhere; redial the bootstrap nodes when alone.
+                // Find peers that joined elsewhere; redial the bootstrap nodes when alone, and
+                // those whose node is gone (restarted) when not.
                 let alone = if mesh { swarm.connected_peers().count() == 0 } else { inner.live_members() == 0 };
+                let listen: Vec<Multiaddr> = inner.cfg.listen.iter().chain(lock(&inner.listen_addrs).iter()).cloned().collect();
                 if alone {
-                    let listen: Vec<Multiaddr> = inner.cfg.listen.iter().chain(lock(&inner.listen_addrs).iter()).cloned().collect();
                     bootstrap.dial_all(&mut swarm, &inner.cfg.bootstrap, &listen);
-                } else if mesh {
-                    kad_bootstrap(&mut swarm);
+                } else {
+                    let membership = inner.cfg.membership;
+                    let up = |peer: &PeerId| lock(&inner.peers).get(peer).is_some_and(|p| p.up(membership));
+                    bootstrap.redial_gone(&mut swarm, &inner.cfg.bootstrap, &listen, up);
+                    if mesh {
+                        kad_bootstrap(&mut swarm);
+                    }
                 }
                 if !mesh {
                     continue;

@@ -139,12 +139,14 @@ pub(crate) async fn swim_task(inner: Arc<Inner>, mut inbox: mpsc::UnboundedRecei
             input = inbox.recv() => match input {
                 None => break,
                 Some(SwimInput::Message(peer, msg)) => swim.handle(now(), NodeId::from(peer.to_base58()), msg),
+                // (joined again for a seed met before: a bootstrap node that restarted under its
+                // old id learns the members from this node's full list, as a new one would)
                 Some(SwimInput::Seed(peer)) => {
                     let id = NodeId::from(peer.to_base58());
                     if !seeds.contains(&id) {
                         seeds.push(id);
-                        swim.join(&seeds);
                     }
+                    swim.join(&seeds);
                 }
                 Some(SwimInput::ConnectionFailed(peer)) => swim.probe_next(&NodeId::from(peer.to_base58())),
                 Some(SwimInput::Sent(seq)) => swim.sent(seq, now()),

@@ -128,8 +128,7 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
 }
 
 /// One node's scrubber: its store, a client that reaches the other holders,
-/// the planner. Time is tokio's, so tests with a paused clock count bytes
-/// against virtual seconds.
+/// the planner (time is tokio's).
 pub struct Scrubber {
     store: Arc<FragmentStore>,
     me: NodeId,

@@ -1,7 +1,7 @@
 //! Background scrub over the in-process mesh with disk stores: bytes flipped
 //! in a fragment file are found and rebuilt from the other holders, a
 //! reader's report of a corrupt cell gets it rebuilt at once, and a scrubber
-//! reads no more than its rate allows (counted against tokio's paused clock).
+//! reads no more than its rate allows.
 
 use std::fs;
 use std::os::unix::fs::FileExt;
@@ -18,6 +18,8 @@ use fragstate_core::ids::{FragmentKey, NodeId};
 use fragstate_core::params::{CodingParams, Compression};
 use fragstate_core::sample::noise as payload;
 use fragstate_store::{scan_fragment_file, FragmentStore};
+
+use crate::common::rt;
 
 const CELL: u64 = 4096;
 
@@ -65,10 +67,6 @@ fn flip_on_disk(file: &Path, stripe: usize, n: usize) {
         f.read_exact_at(&mut b, at).unwrap();
         f.write_all_at(&[!b[0]], at).unwrap();
     }
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 
 async fn read_back(c: &Client, path: &str) -> (Vec<u8>, u64) {
@@ -183,13 +181,17 @@ fn a_read_over_a_corrupt_cell_gets_it_rebuilt_without_waiting_for_a_pass() {
     });
 }
 
-/// Counting, not timing: with tokio's clock paused, the scrubber of one node
-/// reads about `rate` bytes per virtual second — never more than the rate
-/// allows over the span plus one second and a cell.
+/// The scrubber keeps the planner's pace on a real clock: one node's scrubber,
+/// with plenty of work, never reads more than `rate × (elapsed + 1 s)` plus a
+/// cell (the token bucket's bound), and does read — at least half the rate,
+/// loose because a busy machine may starve it. The exact pace is the
+/// planner's proptest (`scrub_keeps_its_rate`, no clock at all). A real
+/// clock, not tokio's paused one: `test-util` on tokio here would give every
+/// `cargo test --workspace` build other tokio features than the binaries
+/// ci/test.sh builds next, and ~3 minutes of CPU to compile it all again.
 #[test]
 fn scrub_reads_at_its_rate() {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap();
-    rt.block_on(async {
+    rt().block_on(async {
         let mesh = Mesh::in_memory(6, u64::MAX);
         let c = client(&mesh);
         // 8 objects of 10 stripes: 80 cells of 4 KiB on each node.
@@ -198,18 +200,19 @@ fn scrub_reads_at_its_rate() {
         }
         let id = mesh.node_ids()[0].clone();
         let shared = mesh.scrub_shared(&id).unwrap();
-        let rate = 16 * CELL; // 64 KiB/s: a pass of 80 cells takes 5 s
+        let rate = 64 * CELL; // 256 KiB/s: a pass of 80 cells takes 1.25 s
         let cfg = ScrubConfig { rate, pass_interval: Duration::ZERO, ..ScrubConfig::default() };
         let scrubber = Scrubber::new(mesh.store(&id).unwrap(), client(&mesh), shared.clone(), cfg);
-        let started = tokio::time::Instant::now();
-        let secs = 12;
+        let secs = 3;
+        let started = std::time::Instant::now();
         scrubber.run(tokio::time::sleep(Duration::from_secs(secs))).await;
-        assert_eq!(started.elapsed().as_secs(), secs);
+        let elapsed = started.elapsed().as_secs_f64();
         let ScrubStats { bytes_scrubbed, cells_scrubbed, passes, corrupt_found, .. } = shared.stats();
-        assert!(bytes_scrubbed <= rate * (secs + 1) + CELL, "{bytes_scrubbed} bytes in {secs} s at {rate} B/s");
-        assert!(bytes_scrubbed + 2 * CELL >= rate * secs, "{bytes_scrubbed} bytes in {secs} s at {rate} B/s: too slow");
+        let most = (rate as f64 * (elapsed + 1.0)) as u64 + CELL;
+        assert!(bytes_scrubbed <= most, "{bytes_scrubbed} bytes in {elapsed:.2} s at {rate} B/s: more than {most}");
+        assert!(bytes_scrubbed >= rate * secs / 2, "{bytes_scrubbed} bytes in {elapsed:.2} s at {rate} B/s: under half the rate");
         assert_eq!(bytes_scrubbed, cells_scrubbed * CELL);
-        assert!(passes >= 3, "{passes} passes of 80 cells at 16 cells/s in {secs} s");
+        assert!(passes >= 1, "{passes} passes of 80 cells at 64 cells/s in {elapsed:.2} s");
         assert_eq!(corrupt_found, 0);
     });
 }

@@ -119,13 +119,15 @@ pid_matches() {
 # pid_gone PID: true when no process PID exists (any more).
 pid_gone() { ! kill -0 "$1" 2>/dev/null; }
 
-# stop_pid PID WHAT [GRACE_SECONDS]: TERM, wait, then KILL; waits until gone.
+# stop_pid PID WHAT [GRACE_SECONDS]: TERM, wait, then KILL (at once with 0); waits until gone.
 stop_pid() {
   local pid=$1 what=$2 grace=${3:-15}
   pid_gone "$pid" && return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  wait_until "$grace" "" pid_gone "$pid" && return 0
-  log "$what (pid $pid) ignored TERM for ${grace}s; sending KILL"
+  if [ "$grace" -gt 0 ]; then
+    kill -TERM "$pid" 2>/dev/null || true
+    wait_until "$grace" "" pid_gone "$pid" && return 0
+    log "$what (pid $pid) ignored TERM for ${grace}s; sending KILL"
+  fi
   kill -KILL "$pid" 2>/dev/null || true
   wait_until 5 "" pid_gone "$pid" && return 0
   log "WARNING: $what (pid $pid) still alive after KILL"

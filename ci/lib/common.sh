@@ -116,8 +116,13 @@ pid_matches() {
   tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF -- "$2"
 }
 
-# pid_gone PID: true when no process PID exists (any more).
-pid_gone() { ! kill -0 "$1" 2>/dev/null; }
+# pid_gone PID: true when no process PID exists (any more) or it has exited and awaits its reaping
+# (state Z): a daemon's parent is PID 1 here, which reaped them 1-1.5 s late on these machines, and
+# every stop waited for that.
+pid_gone() {
+  kill -0 "$1" 2>/dev/null || return 0
+  [ "$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" = Z ]
+}
 
 # stop_pid PID WHAT [GRACE_SECONDS]: TERM, wait, then KILL (at once with 0); waits until gone.
 stop_pid() {

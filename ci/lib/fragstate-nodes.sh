@@ -46,12 +46,18 @@ stop() {
   local run="$1" f pid
   [ -d "$run/pids" ] || return 0
   run="$(cd "$run" && pwd)"
+  local -a pids=()
+  # every node gets its TERM first, then each is waited for: they stop side by side
   for f in "$run"/pids/node-*.pid; do
     [ -e "$f" ] || continue
     pid="$(cat "$f")"
-    if [ -n "$pid" ] && pid_matches "$pid" "$run/node-"; then stop_pid "$pid" "fragstate node" 10; fi
+    if [ -n "$pid" ] && pid_matches "$pid" "$run/node-"; then
+      kill -TERM "$pid" 2>/dev/null || true
+      pids+=("$pid")
+    fi
     rm -f "$f"
   done
+  for pid in "${pids[@]}"; do stop_pid "$pid" "fragstate node" 10; done
 }
 
 case "${1:-}" in

@@ -490,20 +490,13 @@ fn dns_bootstrap_addresses_resolve_for_nodes_and_clients() {
     let dns = format!("/dns4/localhost/tcp/{port}");
     c.bootstrap = Some(dns.clone());
     // The first node starts before anything listens on the port (not `start`: it waits for the cluster).
-    let spawn = |c: &mut Cluster, name: &str, listen: &str, bootstrap: &[&str]| {
-        let mut args: Vec<String> = ["--listen", listen, "--domain", name, "--memory", "1GiB"].iter().chain(bootstrap).map(|s| s.to_string()).collect();
-        args.extend(["--key-file".to_string(), c.key.display().to_string()]);
-        let log = c.dir.path().join(format!("node-{name}.log"));
-        let (child, peer, addr) = spawn_node(&args, &log);
-        c.nodes.push(NodeProc { child: Some(child), peer, addr, args, log });
-    };
-    spawn(&mut c, "early", "/ip4/127.0.0.1/tcp/0", &["--bootstrap", &dns]);
+    c.spawn_named("early", "/ip4/127.0.0.1/tcp/0", &["--bootstrap", &dns]);
     c.wait_for("a warning that names the unreachable bootstrap address", |c| {
         let log = std::fs::read_to_string(&c.nodes[0].log).unwrap_or_default();
         log.lines().any(|l| l.contains("WARN") && l.contains("cannot reach bootstrap address") && l.contains(&dns))
     });
     // The node it bootstraps from comes up on that port; four more join through the name.
-    spawn(&mut c, "seed", &format!("/ip4/127.0.0.1/tcp/{port}"), &[]);
+    c.spawn_named("seed", &format!("/ip4/127.0.0.1/tcp/{port}"), &[]);
     c.start(4, false, &[]);
     c.wait_live(6);
     let data = payload(3 << 20, 11);
@@ -537,11 +530,7 @@ fn a_seed_that_is_its_own_bootstrap_learns_the_cluster_again_after_a_restart() {
     let mut c = Cluster::new();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let seed = format!("/ip4/127.0.0.1/tcp/{port}");
-    let mut args: Vec<String> = ["--listen", &seed, "--bootstrap", &seed, "--domain", "seed", "--memory", "1GiB"].iter().map(|s| s.to_string()).collect();
-    args.extend(["--key-file".to_string(), c.key.display().to_string()]);
-    let log = c.dir.path().join("node-seed.log");
-    let (child, peer, addr) = spawn_node(&args, &log);
-    c.nodes.push(NodeProc { child: Some(child), peer, addr, args, log });
+    c.spawn_named("seed", &seed, &["--bootstrap", &seed]);
     // the other nodes and every client command join through the seed's address only
     c.bootstrap = Some(seed.clone());
     c.start(6, false, &[]);
@@ -550,9 +539,8 @@ fn a_seed_that_is_its_own_bootstrap_learns_the_cluster_again_after_a_restart() {
 
     let before = c.nodes[0].peer.clone();
     c.kill9(0);
-    let (child, peer, addr) = spawn_node(&c.nodes[0].args, &c.nodes[0].log.clone());
-    assert_ne!(peer, before, "a memory-store node restarts under a new peer id");
-    c.nodes[0] = NodeProc { child: Some(child), peer, addr, args: c.nodes[0].args.clone(), log: c.nodes[0].log.clone() };
+    c.respawn(0);
+    assert_ne!(c.nodes[0].peer, before, "a memory-store node restarts under a new peer id");
     c.wait_for("a client through the restarted seed to see all 7 nodes", |c| c.cli(&["ls", "/"], 7).status.success());
     assert_eq!(c.get("/seed/obj").unwrap(), data);
     c.wait_for("every node to see all 7", |c| c.stats().iter().all(|s| s.get("live").map(String::as_str) == Some("7")));

@@ -101,13 +101,30 @@ impl Cluster {
         c.wait().unwrap();
     }
 
-    pub fn restart(&mut self, i: usize) {
+    /// Starts one memory-store node named `name` (its failure domain and its log file, not its
+    /// index) listening on `listen`, with extra arguments such as a bootstrap; it does not wait
+    /// for the cluster, as [`Self::start`] does.
+    pub fn spawn_named(&mut self, name: &str, listen: &str, extra: &[&str]) {
+        let mut args: Vec<String> = ["--listen", listen, "--domain", name, "--memory", "1GiB"].iter().chain(extra).map(|s| s.to_string()).collect();
+        args.extend(["--key-file".to_string(), self.key.display().to_string()]);
+        let log = self.dir.path().join(format!("node-{name}.log"));
+        let (child, peer, addr) = spawn_node(&args, &log);
+        self.nodes.push(NodeProc { child: Some(child), peer, addr, args, log });
+    }
+
+    /// Starts node `i` again with its arguments; a memory-store node comes back under a new peer id.
+    pub fn respawn(&mut self, i: usize) {
         assert!(self.nodes[i].child.is_none());
-        let args = self.nodes[i].args.clone();
-        let (child, peer, addr) = spawn_node(&args, &self.nodes[i].log.clone());
-        assert_eq!(peer, self.nodes[i].peer, "a disk-backed node keeps its peer id");
-        self.nodes[i].child = Some(child);
-        self.nodes[i].addr = addr;
+        let (child, peer, addr) = spawn_node(&self.nodes[i].args, &self.nodes[i].log);
+        let node = &mut self.nodes[i];
+        (node.child, node.peer, node.addr) = (Some(child), peer, addr);
+    }
+
+    /// [`Self::respawn`] of a disk-backed node, which keeps its peer id.
+    pub fn restart(&mut self, i: usize) {
+        let before = self.nodes[i].peer.clone();
+        self.respawn(i);
+        assert_eq!(self.nodes[i].peer, before, "a disk-backed node keeps its peer id");
     }
 
     pub fn index_of(&self, peer: &str) -> usize {

@@ -12,6 +12,9 @@ mod flink_rest;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::args::{parse_bytes, ClusterArgs, CodingArgs};
 use crate::cmd::*;
@@ -150,14 +153,31 @@ enum Bench {
     Checkpoints(bench_checkpoints::BenchCheckpointsArgs),
 }
 
+/// The log filter: `FRAGSTATE_LOG` — a level, or comma-separated `target=level` directives
+/// (tracing-subscriber's `Targets`, e.g. `info,libp2p_swarm=warn`) — else `default`. A value
+/// that does not parse is reported on stderr, naming it, and the default is used.
+fn log_filter(value: Option<&str>, default: &str) -> Targets {
+    if let Some(v) = value {
+        match v.parse() {
+            Ok(filter) => return filter,
+            Err(e) => eprintln!(
+                "fragstate: FRAGSTATE_LOG={v:?} is not a log filter ({e}): expected error, warn, info, debug, trace or target=level directives such as info,libp2p_swarm=warn; using {default:?}"
+            ),
+        }
+    }
+    default.parse().unwrap_or_default()
+}
+
 fn main() {
     let cli = Cli::parse();
     // A node logs what it does; the one-shot commands only warnings.
     let default_filter = if matches!(cli.command, Command::Node(_)) { "info,libp2p_swarm=warn,libp2p_kad=warn" } else { "warn" };
+    let filter = log_filter(std::env::var("FRAGSTATE_LOG").ok().as_deref(), default_filter);
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("FRAGSTATE_LOG").unwrap_or_else(|_| default_filter.into()))
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .finish()
+        .with(filter)
         .init();
     let result = match cli.command {
         Command::Bench(Bench::Codec { coding, size, lost, repeat }) => bench_codec::bench_codec(&coding, size, lost, repeat),
@@ -181,5 +201,29 @@ fn main() {
     if let Err(e) = result {
         eprintln!("fragstate: {e}");
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_filter;
+    use tracing::Level;
+
+    #[test]
+    fn log_filters_take_levels_and_target_directives_and_fall_back_on_bad_values() {
+        let node_default = "info,libp2p_swarm=warn,libp2p_kad=warn";
+        let f = log_filter(None, node_default);
+        assert!(f.would_enable("fragstate_net::swarm", &Level::INFO));
+        assert!(!f.would_enable("libp2p_swarm::connection", &Level::INFO));
+        assert!(f.would_enable("libp2p_swarm", &Level::WARN));
+
+        let f = log_filter(Some("warn,fragstate_net=debug"), node_default);
+        assert!(f.would_enable("fragstate_net::dials", &Level::DEBUG));
+        assert!(!f.would_enable("fragstate_client", &Level::INFO));
+
+        // not a filter: the default, not nothing
+        let f = log_filter(Some("fragstate_net=loud"), "warn");
+        assert!(f.would_enable("anything", &Level::WARN));
+        assert!(!f.would_enable("anything", &Level::INFO));
     }
 }

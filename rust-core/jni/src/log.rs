@@ -128,8 +128,9 @@ static LOGGING: OnceCell<()> = OnceCell::new();
 
 pub(crate) fn init_logging(env: &mut JNIEnv, level: &str) -> JResult<()> {
     use tracing_subscriber::layer::SubscriberExt;
-    let filter = tracing_subscriber::EnvFilter::try_new(level)
-        .map_err(|e| Failure::Core(Error::invalid("log level", level, format!("error, warn, info, debug, trace or a tracing filter ({e})"))))?;
+    let filter: tracing_subscriber::filter::Targets = level
+        .parse()
+        .map_err(|e| Failure::Core(Error::invalid("log level", level, format!("error, warn, info, debug, trace or target=level directives ({e})"))))?;
     LOGGING.get_or_try_init(|| -> JResult<()> {
         let vm = env.get_java_vm()?;
         let layer = match env.find_class("io/fragstate/flink/jni/NativeLog") {

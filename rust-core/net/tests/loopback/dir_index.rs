@@ -32,7 +32,7 @@ async fn storage(domain: &str, bootstrap: Vec<libp2p::Multiaddr>) -> NetNode {
 
 /// Two storage nodes in two failure domains and a client node joined to them.
 async fn cluster() -> (NetNode, NetNode, NetNode) {
-    let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
+    crate::init_logs();
     let a = storage("rack-a", Vec::new()).await;
     let b = storage("rack-b", a.listen_addrs()).await;
     let mut cfg = NetConfig::new(Keypair::generate_ed25519(), Role::Client, None);

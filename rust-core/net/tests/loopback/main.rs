@@ -13,3 +13,14 @@ mod swim_cluster;
 /// (Nodes that never met in `peer_bounds`, one run in four, were dials from a
 /// listen port whose 4-tuple was still in TIME_WAIT: `NewPortDials` in swarm.rs.)
 pub static FLOODS_APART: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
+/// Logs for a test that fails: `RUST_LOG` as a level or `target=level` directives (e.g.
+/// `RUST_LOG=fragstate_net=debug,libp2p_swarm=debug` shows why nodes did not meet); errors only
+/// without it.
+pub fn init_logs() {
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let filter = std::env::var("RUST_LOG").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| Targets::new().with_default(tracing::Level::ERROR));
+    let _ = tracing_subscriber::fmt().with_test_writer().finish().with(filter).try_init();
+}

@@ -27,8 +27,7 @@ fn header(i: u128) -> FragmentHeader {
 
 /// A storage node over `store` with this request timeout, and a client node joined to it.
 async fn storage_and_client(store: FragmentStore, request_timeout: Option<Duration>) -> (NetNode, NetNode) {
-    // RUST_LOG=fragstate_net=debug,libp2p_swarm=debug shows why nodes did not meet.
-    let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
+    crate::init_logs();
     let mut storage = NetConfig::new(Keypair::generate_ed25519(), Role::Storage, None);
     storage.store = Some(Arc::new(store));
     if let Some(t) = request_timeout {

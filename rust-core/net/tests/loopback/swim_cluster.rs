@@ -27,7 +27,7 @@ fn config(role: Role, name: &str, bootstrap: &[libp2p::Multiaddr]) -> NetConfig 
 }
 
 async fn start(role: Role, name: &str, bootstrap: &[libp2p::Multiaddr]) -> NetNode {
-    let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
+    crate::init_logs();
     NetNode::start(config(role, name, bootstrap)).await.unwrap()
 }
 

@@ -486,7 +486,7 @@ fn directory_questions_stay_right_when_an_index_holder_is_killed() {
 fn dns_bootstrap_addresses_resolve_for_nodes_and_clients() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mut c = Cluster::new();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let dns = format!("/dns4/localhost/tcp/{port}");
     c.bootstrap = Some(dns.clone());
     // The first node starts before anything listens on the port (not `start`: it waits for the cluster).
@@ -528,7 +528,7 @@ fn dns_bootstrap_addresses_resolve_for_nodes_and_clients() {
 fn a_seed_that_is_its_own_bootstrap_learns_the_cluster_again_after_a_restart() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mut c = Cluster::new();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let seed = format!("/ip4/127.0.0.1/tcp/{port}");
     c.spawn_named("seed", &seed, &["--bootstrap", &seed]);
     // the other nodes and every client command join through the seed's address only

@@ -32,6 +32,11 @@ pub struct Cluster {
     pub bootstrap: Option<String>,
 }
 
+/// A loopback port free now, for a node that must listen on a known port.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
 pub fn spawn_node(args: &[String], log: &Path) -> (Child, String, String) {
     let logf = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
     let mut child = Command::new(EXE)

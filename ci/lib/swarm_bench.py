@@ -13,7 +13,10 @@ libp2p's in-process memory transport (no two open files per connection, which ca
 nodes here), so that sizes well past what one process per node allows on two cores can run; it
 measures formation, idle CPU, membership messages and connections per node, restores (lookup
 requests and time) and how long a stopped node takes to be dead at every other node, and writes
-swarm-in-process.png. Usage: see ci/swarm.sh.
+swarm-in-process.png. --time-dilation F runs every membership timing F times slower, so that one
+process on two cores holds sizes that storm at the real pace; the table then gives times and rates
+in protocol time (wall time ÷ F) and the idle CPU a node would need at the real pace (F × measured).
+Usage: see ci/swarm.sh.
 """
 
 import argparse
@@ -206,26 +209,28 @@ COLUMNS = [
 
 
 IN_PROCESS_COLUMNS = [
-    ("mode", "membership"), ("nodes", "nodes"), ("transport", "transport"), ("formed_all_s", "formed: every node sees all (s)"),
-    ("idle_cpu_per_node_pct", "idle CPU per node (% of a core)"),
-    ("membership_msgs_per_node_s", "membership messages sent per node/s"),
-    ("membership_bytes_per_node_s", "membership bytes sent per node/s"),
+    ("mode", "membership"), ("nodes", "nodes"), ("transport", "transport"), ("time_dilation", "time dilation"),
+    ("formed_all_protocol_s", "formed: every node sees all (s of protocol time)"),
+    ("idle_cpu_per_node_at_real_pace_pct", "idle CPU per node at the real pace (% of a core)"),
+    ("membership_msgs_per_node_protocol_s", "membership messages sent per node/s"),
+    ("membership_bytes_per_node_protocol_s", "membership bytes sent per node/s"),
     ("connections_opened_per_node_s", "connections opened per node/s"),
     ("connected_peers_p50", "connected peers per node p50"), ("connected_peers_p99", "p99"),
     ("rss_per_node_mib", "memory per node (MiB)"),
     ("lookup_requests_per_restore", "lookup requests per restore"),
     ("restores_settled_first_round", "restores settled in one round trip"),
-    ("restore_median_ms", "restore median (ms)"), ("dead_p99_s", "stopped node dead at p99 of the others (s)"),
+    ("restore_median_ms", "restore median (ms)"), ("dead_p99_protocol_s", "stopped node dead at p99 of the others (s of protocol time)"),
 ]
 
 
-def run_in_process(binary, mode, n, settle, idle, objects, size, strict, transport="tcp", join_rate=0.0, timeout=300):
+def run_in_process(binary, mode, n, settle, idle, objects, size, strict, transport="tcp", join_rate=0.0, timeout=300,
+                   time_dilation=1):
     """One `fragstate bench swarm` run; its JSON row. With `strict`, a run whose stopped node some
     node never found dead, or whose steady-state restores needed more than k + m lookup requests,
     fails (the bytes read back are compared by the run itself)."""
     cmd = [binary, "bench", "swarm", "--membership", mode, "--nodes", str(n), "--settle", str(settle),
            "--idle", str(idle), "--objects", str(objects), "--size", size, "--transport", transport,
-           "--join-rate", str(join_rate), "--timeout", str(timeout)]
+           "--join-rate", str(join_rate), "--timeout", str(timeout), "--time-dilation", str(time_dilation)]
     log(" ".join(cmd))
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None, text=True)
     if p.returncode != 0:
@@ -240,13 +245,15 @@ def run_in_process(binary, mode, n, settle, idle, objects, size, strict, transpo
 
 
 # The columns that name a run's series (one line per series in the plots), not a measurement.
-SERIES_KEYS = ("mode", "nodes", "transport")
+SERIES_KEYS = ("mode", "nodes", "transport", "time_dilation")
 
 
 def series(row):
-    """The plot line of a row: its membership mode, and the transport when it is not TCP."""
-    transport = row.get("transport", "tcp")
-    return row["mode"] if transport == "tcp" else f"{row['mode']}, {transport} transport"
+    """The plot line of a row: its membership mode, the transport when it is not TCP, and the time
+    dilation when there is one."""
+    transport, dilation = row.get("transport", "tcp"), row.get("time_dilation", 1)
+    name = row["mode"] if transport == "tcp" else f"{row['mode']}, {transport} transport"
+    return name if dilation == 1 else f"{name}, timings {dilation}× slower"
 
 
 def write_results(rows, out, meta, columns=None, plot="swarm.png"):
@@ -257,7 +264,7 @@ def write_results(rows, out, meta, columns=None, plot="swarm.png"):
     lines = ["| " + " | ".join(h for _, h in columns) + " |", "|" + " ---: |" * len(columns)]
     for r in rows:
         if "failed" in r:
-            lead = [r["mode"], f"{r['nodes']:,}"] + ([r.get("transport", "tcp")] if columns[2][0] == "transport" else [])
+            lead = [r["mode"], f"{r['nodes']:,}"] + ([r.get("transport", "tcp"), str(r.get("time_dilation", 1))] if columns[2][0] == "transport" else [])
             lines.append("| " + " | ".join(lead) + f" | failed: {r['failed'][:160]} |" + " |" * (len(columns) - len(lead) - 1))
             continue
         lines.append("| " + " | ".join(f"{r[k]:,}" if isinstance(r[k], (int, float)) else str(r[k]) for k, _ in columns) + " |")
@@ -310,6 +317,8 @@ def main():
                     help="--in-process: largest TCP run (both ends of each connection hold a file in the one process)")
     ap.add_argument("--timeout", type=int, default=300,
                     help="--in-process: seconds a run waits for its cluster to form (1,000 nodes in one process need minutes)")
+    ap.add_argument("--time-dilation", type=int, default=1,
+                    help="--in-process: membership timings this many times slower (1: the real pace; see fragstate bench swarm --help)")
     a = ap.parse_args()
     sizes = [int(x) for x in a.nodes.split(",")]
     if any(n < 7 for n in sizes):
@@ -332,14 +341,15 @@ def main():
                 try:
                     if a.in_process:
                         rows.append(run_in_process(a.bin, mode, n, a.settle, a.idle, a.objects, a.size, a.strict, transport,
-                                                    a.join_rate, a.timeout))
+                                                    a.join_rate, a.timeout, a.time_dilation))
                     else:
                         rows.append(run_one(a.bin, mode, n, a.settle, a.idle))
                 except RunFailed as e:
                     log(f"{mode}, {n} nodes over {transport}: failed: {e}; no larger runs of it")
-                    rows.append({"mode": mode, "nodes": n, "transport": transport, "failed": str(e)})
+                    rows.append({"mode": mode, "nodes": n, "transport": transport, "time_dilation": a.time_dilation, "failed": str(e)})
                     break
     meta = {"cores": os.cpu_count(), "settle_s": a.settle, "idle_s": a.idle, "in_process": a.in_process, "join_rate": a.join_rate,
+            "time_dilation": a.time_dilation,
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     if a.in_process:
         write_results(rows, a.out, meta, IN_PROCESS_COLUMNS, "swarm-in-process.png")

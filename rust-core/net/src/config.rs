@@ -179,6 +179,25 @@ impl NetConfig {
     }
 }
 
+#[cfg(feature = "bench")]
+impl NetConfig {
+    /// Stretches every membership timing `factor` times — SWIM's
+    /// (`SwimConfig::dilated`), the connections' idle timeout and pings, the
+    /// hello period — so that each node does a period's work per `factor`
+    /// periods of wall time (`fragstate bench swarm --time-dilation`: more
+    /// nodes in one process than its cores can run at their real pace).
+    /// Requests and their timeouts keep their real pace. Call after
+    /// [`NetConfig::set_membership`].
+    pub fn dilate_time(&mut self, factor: u32) {
+        let f = factor.max(1);
+        self.swim = self.swim.dilated(f);
+        self.idle_connection_timeout *= f;
+        self.ping_interval *= f;
+        self.ping_timeout *= f;
+        self.hello_interval *= f;
+    }
+}
+
 pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "localhost".into())
 }

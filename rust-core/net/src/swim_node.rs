@@ -31,16 +31,23 @@ use crate::wire::{Hello, Role, PROTOCOL_VERSION};
 
 /// Members that greet a node joining or returning with this node's tombstones.
 pub(crate) const GREETERS: usize = 3;
-/// Greetings tried this often, this far apart.
+/// Greetings tried this often, this many protocol periods apart (1 s at the default 200 ms).
 const GREET_ATTEMPTS: u32 = 5;
-const GREET_RETRY: Duration = Duration::from_secs(1);
+const GREET_RETRY_PERIODS: u64 = 5;
 /// Membership messages being sent, and being received, at once at most; beyond, a
 /// message is dropped (SWIM takes lost messages for what they are).
 const MESSAGES_IN_FLIGHT: usize = 256;
-/// One message's connection, stream and bytes must be done within this.
-const MESSAGE_TIMEOUT: Duration = Duration::from_secs(2);
-/// How often the node's own description is checked for changes.
-const META_CHECK: Duration = Duration::from_secs(1);
+/// One message's connection, stream and bytes must be done within this many
+/// protocol periods (2 s at the default 200 ms).
+const MESSAGE_TIMEOUT_PERIODS: u64 = 10;
+/// How often, in protocol periods, the node's own description is checked for changes.
+const META_CHECK_PERIODS: u64 = 5;
+
+/// `periods` of this node's SWIM protocol period. The task's timings are
+/// counted in periods so that they stretch with `SwimConfig::dilated`.
+fn periods(inner: &Inner, periods: u64) -> Duration {
+    Duration::from_millis(inner.cfg.swim.protocol_period * periods)
+}
 
 impl Inner {
     /// Passes `input` to the swim task (nothing under the mesh).
@@ -103,7 +110,7 @@ pub(crate) async fn swim_accept_task(inner: Arc<Inner>, mut incoming: libp2p_str
         };
         let inner = inner.clone();
         tokio::spawn(async move {
-            match tokio::time::timeout(MESSAGE_TIMEOUT, swim_wire::read_message(&mut stream)).await {
+            match tokio::time::timeout(periods(&inner, MESSAGE_TIMEOUT_PERIODS), swim_wire::read_message(&mut stream)).await {
                 Ok(Ok(msg)) => inner.to_swim(SwimInput::Message(peer, msg)),
                 Ok(Err(e)) => violation_or_log(&inner, peer, &e),
                 Err(_) => tracing::debug!(%peer, "membership message not received in time"),
@@ -126,7 +133,7 @@ pub(crate) async fn swim_task(inner: Arc<Inner>, mut inbox: mpsc::UnboundedRecei
     let sends = Arc::new(Semaphore::new(MESSAGES_IN_FLIGHT));
     let mut seeds: Vec<NodeId> = Vec::new();
     let mut incompatible: HashSet<NodeId> = HashSet::new();
-    let mut meta_check = tokio::time::interval(META_CHECK);
+    let mut meta_check = tokio::time::interval(periods(&inner, META_CHECK_PERIODS));
     meta_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut leaving = None;
     let mut successors: Vec<NodeId> = Vec::new();
@@ -172,7 +179,7 @@ pub(crate) async fn swim_task(inner: Arc<Inner>, mut inbox: mpsc::UnboundedRecei
                 let cause = dial_cause(&msg, false);
                 send(&inner, peer, msg, cause)
             }));
-            let _ = tokio::time::timeout(MESSAGE_TIMEOUT, sent).await;
+            let _ = tokio::time::timeout(periods(&inner, MESSAGE_TIMEOUT_PERIODS), sent).await;
             let _ = done.send(());
             break;
         }
@@ -224,7 +231,7 @@ fn keep_connected(inner: &Arc<Inner>, now: &[NodeId], before: &mut Vec<NodeId>) 
         let Ok(peer) = node.as_str().parse::<PeerId>() else { continue };
         let inner = inner.clone();
         tokio::spawn(async move {
-            if let Err(e) = inner.connect(peer, MESSAGE_TIMEOUT, DialCause::Successor).await {
+            if let Err(e) = inner.connect(peer, periods(&inner, MESSAGE_TIMEOUT_PERIODS), DialCause::Successor).await {
                 tracing::debug!(%peer, error = %e, "ring successor not connected");
             }
         });
@@ -247,11 +254,11 @@ fn dial_cause(msg: &SwimMessage, probe: bool) -> DialCause {
 /// Sends one message to `peer` over a new stream, connecting first if needed.
 async fn send(inner: &Arc<Inner>, peer: PeerId, msg: SwimMessage, cause: DialCause) {
     let attempt = async {
-        inner.connect(peer, MESSAGE_TIMEOUT, cause).await?;
+        inner.connect(peer, periods(inner, MESSAGE_TIMEOUT_PERIODS), cause).await?;
         let mut s = inner.control.clone().open_stream(peer, SWIM_PROTOCOL).await.map_err(|e| e.to_string())?;
         swim_wire::write_message(&mut s, &msg).await.map_err(|e| e.to_string())
     };
-    match tokio::time::timeout(MESSAGE_TIMEOUT, attempt).await {
+    match tokio::time::timeout(periods(inner, MESSAGE_TIMEOUT_PERIODS), attempt).await {
         Ok(Ok(bytes)) => inner.count_membership_message(bytes),
         Ok(Err(e)) => tracing::debug!(%peer, error = %e, "membership message not sent"),
         Err(_) => tracing::debug!(%peer, "membership message not sent in time"),
@@ -337,7 +344,7 @@ async fn greet(inner: Arc<Inner>, peer: PeerId) {
             tracing::warn!(%peer, attempt, "could not greet a joining member with this node's tombstones (the other greeters may have)");
             return;
         }
-        tokio::time::sleep(GREET_RETRY).await;
+        tokio::time::sleep(periods(&inner, GREET_RETRY_PERIODS)).await;
     }
 }
 

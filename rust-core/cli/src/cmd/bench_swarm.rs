@@ -36,10 +36,11 @@ pub(crate) struct BenchSwarmArgs {
     /// Storage nodes to start (each its own failure domain, an in-memory store).
     #[arg(long, default_value_t = 50)]
     pub nodes: usize,
-    /// Seconds the formed cluster settles before the idle window.
+    /// Seconds the formed cluster settles before the idle window (of
+    /// protocol time: × --time-dilation of wall time).
     #[arg(long, default_value_t = 10.0)]
     pub settle: f64,
-    /// Seconds of idle measured.
+    /// Seconds of idle measured (of protocol time, as --settle).
     #[arg(long, default_value_t = 10.0)]
     pub idle: f64,
     /// Objects the client writes, then restores (reads back and compares) once each.
@@ -65,7 +66,19 @@ pub(crate) struct BenchSwarmArgs {
     /// sockets).
     #[arg(long, value_enum, default_value_t = SwarmTransport::Tcp)]
     pub transport: SwarmTransport,
+    /// Runs every membership timing this many times slower (SWIM's period,
+    /// probe timeout and suspicion, the connections' idle timeout and pings;
+    /// `NetConfig::dilate_time`), so that each node needs that many times less
+    /// CPU per second of wall time: one 2-core process then runs cluster sizes
+    /// that storm at the real pace (NETWORK.md, "Swarm runs"). Rates and times
+    /// are reported in protocol time too (wall time ÷ this); restores keep
+    /// their real pace.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=MAX_TIME_DILATION))]
+    pub time_dilation: u32,
 }
+
+/// The largest `--time-dilation` (the default 3 s suspicion becomes 5 minutes).
+const MAX_TIME_DILATION: i64 = 100;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum SwarmTransport {
@@ -97,20 +110,21 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     let key = parse_cluster_key(&generate_cluster_key_text()?, std::path::Path::new("(generated for the run)"))?;
     let rss_before = rss_bytes();
     let started = Instant::now();
-    let transport = a.transport;
-    eprintln!("{name}, {} nodes in one process over {transport:?} (open files allowed: {}; a TCP connection holds two here)", a.nodes, open_files_limit());
-    let seed = start(mode, transport, &key, Role::Storage, "n0", &[]).await?;
+    let (transport, dilation) = (a.transport, a.time_dilation);
+    eprintln!("{name}, {} nodes in one process over {transport:?}, membership timings {dilation}× slower than real (open files allowed: {}; a TCP connection holds two here)", a.nodes, open_files_limit());
+    let start_node = |role, name: &str, bootstrap: &[libp2p::Multiaddr]| start(mode, transport, dilation, &key, role, name.to_string(), bootstrap.to_vec());
+    let seed = start_node(Role::Storage, "n0", &[]).await?;
     let mut nodes = vec![seed.clone()];
     for i in 1..a.nodes {
         if a.join_rate > 0.0 {
             tokio::time::sleep_until((started + Duration::from_secs_f64(i as f64 / a.join_rate)).into()).await;
         }
-        nodes.push(start(mode, transport, &key, Role::Storage, &format!("n{i}"), &seed.listen_addrs()).await?);
+        nodes.push(start_node(Role::Storage, &format!("n{i}"), &seed.listen_addrs()).await?);
         if (i + 1) % 100 == 0 {
             eprintln!("  {} nodes started ({:.1} s)", i + 1, started.elapsed().as_secs_f64());
         }
     }
-    let client_node = start(mode, transport, &key, Role::Client, "client", &seed.listen_addrs()).await?;
+    let client_node = start_node(Role::Client, "client", &seed.listen_addrs()).await?;
     // Every node's live view costs a vector of N: polled every N ms (at least 50), not every 50,
     // and the progress line (every node's counters) only when it is printed.
     let poll = Duration::from_millis((a.nodes as u64).max(50));
@@ -129,14 +143,15 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
             (complete == nodes.len(), progress)
         })
         .await?;
-    eprintln!("{name}, {} nodes: the client sees all after {formed_client:.1?}, every node after {formed_all:.1?}; settling {} s", a.nodes, a.settle);
-    tokio::time::sleep(Duration::from_secs_f64(a.settle)).await;
+    let wall = |protocol_s: f64| Duration::from_secs_f64(protocol_s * f64::from(dilation));
+    eprintln!("{name}, {} nodes: the client sees all after {formed_client:.1?}, every node after {formed_all:.1?}; settling {:.0?}", a.nodes, wall(a.settle));
+    tokio::time::sleep(wall(a.settle)).await;
 
     // Idle: the process's CPU and every node's connections and membership messages.
     let population = a.nodes + 1;
     let traffic = || nodes.iter().chain([&client_node]).map(|n| n.traffic()).collect::<Vec<_>>();
     let (t0, cpu0, traffic0) = (Instant::now(), cpu_seconds(), traffic());
-    tokio::time::sleep(Duration::from_secs_f64(a.idle)).await;
+    tokio::time::sleep(wall(a.idle)).await;
     let (span, cpu1, traffic1) = (t0.elapsed().as_secs_f64(), cpu_seconds(), traffic());
     let rss_per_node = rss_bytes().saturating_sub(rss_before) as f64 / population as f64;
     // Every connection has both its ends in this process: the file limit caps N here, not in a cluster.
@@ -189,11 +204,15 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     let missed = dead_at.iter().filter(|d| d.is_none()).count();
     let mut dead: Vec<f64> = dead_at.into_iter().flatten().collect();
     dead.sort_by(f64::total_cmp);
-    eprintln!("{name}, {} nodes: the stopped node dead at p99 of the others after {:.2} s ({missed} never)", a.nodes, percentile(&dead, 99).unwrap_or(f64::NAN));
+    let dead_p99 = percentile(&dead, 99).unwrap_or(f64::NAN);
+    eprintln!("{name}, {} nodes: the stopped node dead at p99 of the others after {dead_p99:.2} s ({:.2} s of protocol time; {missed} never)", a.nodes, dead_p99 / f64::from(dilation));
     for n in nodes.iter().chain([&client_node]) {
         n.stop();
     }
     let round = |x: f64, digits: i32| (x * 10f64.powi(digits)).round() / 10f64.powi(digits);
+    // Wall time ÷ dilation: what a cluster running at the real pace would take.
+    let protocol = |wall_s: f64| round(wall_s / f64::from(dilation), 2);
+    let f = f64::from(dilation);
     // Connections asked for per node and second while idle, by cause; and in all since the start.
     let by_cause = |value: &dyn Fn(DialCause) -> serde_json::Value| DialCause::ALL.iter().map(|c| (c.name().to_string(), value(*c))).collect::<serde_json::Map<_, _>>();
     let dials_idle = by_cause(&|c| json!(round(per_node_rate(&|t| t.dials[c as usize]), 3)));
@@ -205,10 +224,16 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     });
     Ok(json!({
         "mode": name, "nodes": a.nodes, "in_process": true, "join_rate": a.join_rate, "transport": format!("{transport:?}").to_lowercase(),
+        "time_dilation": dilation,
         "formed_client_s": round(formed_client.as_secs_f64(), 2), "formed_all_s": round(formed_all.as_secs_f64(), 2),
+        "formed_all_protocol_s": protocol(formed_all.as_secs_f64()),
         "idle_cpu_all_pct": round(100.0 * cpu_all, 1), "idle_cpu_per_node_pct": round(100.0 * cpu_all / population as f64, 3),
+        // At the real pace a node does `dilation` times the work per second (an estimate: the per-node cost measured, scaled).
+        "idle_cpu_per_node_at_real_pace_pct": round(100.0 * f * cpu_all / population as f64, 3),
         "membership_msgs_per_node_s": round(per_node_rate(&|t| t.membership_messages_sent), 2),
         "membership_bytes_per_node_s": round(per_node_rate(&|t| t.membership_bytes_sent), 0),
+        "membership_msgs_per_node_protocol_s": round(f * per_node_rate(&|t| t.membership_messages_sent), 2),
+        "membership_bytes_per_node_protocol_s": round(f * per_node_rate(&|t| t.membership_bytes_sent), 0),
         "connections_opened_per_node_s": round(per_node_rate(&|t| t.connections_opened), 3),
         "dials_per_node_s_idle": dials_idle, "dials_since_start": dials_total, "connections_closed_since_start": closed_total,
         "connected_peers_p50": percentile(&connected, 50), "connected_peers_p99": percentile(&connected, 99),
@@ -218,26 +243,28 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
         "object_bytes": a.size, "objects": a.objects, "k": params.k(), "m": params.m(),
         "dead_p50_s": round(percentile(&dead, 50).unwrap_or(f64::NAN), 2), "dead_p99_s": round(percentile(&dead, 99).unwrap_or(f64::NAN), 2),
         "dead_max_s": round(dead.last().copied().unwrap_or(f64::NAN), 2), "dead_never": missed,
+        "dead_p50_protocol_s": protocol(percentile(&dead, 50).unwrap_or(f64::NAN)), "dead_p99_protocol_s": protocol(dead_p99),
         "open_files_idle": open_files, "open_files_limit": open_files_limit(),
     }))
 }
 
-async fn start(mode: fragstate_net::Membership, transport: SwarmTransport, key: &PreSharedKey, role: Role, name: &str, bootstrap: &[libp2p::Multiaddr]) -> Result<NetNode> {
+async fn start(mode: fragstate_net::Membership, transport: SwarmTransport, dilation: u32, key: &PreSharedKey, role: Role, name: String, bootstrap: Vec<libp2p::Multiaddr>) -> Result<NetNode> {
     let mut cfg = NetConfig::new(Keypair::generate_ed25519(), role, Some(*key));
     cfg.set_membership(mode);
+    cfg.dilate_time(dilation);
     if transport == SwarmTransport::Memory {
         cfg.in_memory_transport = true;
         cfg.listen = vec!["/memory/0".parse().expect("a memory multiaddr")];
     }
-    cfg.domain = name.to_string();
-    cfg.bootstrap = bootstrap.to_vec();
+    cfg.bootstrap = bootstrap;
     // Every dial here comes from 127.0.0.1: the per-address bound of half-open
     // connections (room for one host's nodes) would refuse most of a join's
     // fan-in, so only the total bound applies.
     cfg.pending_incoming_per_address = MAX_PENDING_INCOMING;
     if role == Role::Storage {
-        cfg.store = Some(Arc::new(FragmentStore::in_memory(name, 1 << 30)));
+        cfg.store = Some(Arc::new(FragmentStore::in_memory(&name, 1 << 30)));
     }
+    cfg.domain = name;
     NetNode::start(cfg).await
 }
 

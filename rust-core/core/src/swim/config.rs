@@ -64,3 +64,42 @@ impl Default for SwimConfig {
         }
     }
 }
+
+impl SwimConfig {
+    /// Every timing stretched `factor` times, fan-outs and counts unchanged:
+    /// each node then does one period's work per `factor` periods of wall
+    /// time. `fragstate bench swarm --time-dilation` runs this so that one
+    /// process on two cores can hold more nodes than it can run at their real
+    /// pace; figures in protocol time are the wall figures divided by `factor`.
+    pub fn dilated(&self, factor: u32) -> SwimConfig {
+        let f = u64::from(factor.max(1));
+        SwimConfig {
+            protocol_period: self.protocol_period * f,
+            probe_timeout: self.probe_timeout * f,
+            min_suspicion: self.min_suspicion * f,
+            sync_interval: self.sync_interval * f,
+            dead_retention: self.dead_retention * f,
+            ..self.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SwimConfig;
+
+    #[test]
+    fn dilation_stretches_every_timing_and_nothing_else() {
+        let base = SwimConfig::default();
+        let slow = base.dilated(4);
+        assert_eq!(slow.protocol_period, 4 * base.protocol_period);
+        assert_eq!(slow.probe_timeout, 4 * base.probe_timeout);
+        assert_eq!(slow.min_suspicion, 4 * base.min_suspicion);
+        assert_eq!(slow.sync_interval, 4 * base.sync_interval);
+        assert_eq!(slow.dead_retention, 4 * base.dilated(1).dead_retention);
+        // With the timings put back, fan-outs and counts are the base's.
+        let undone = SwimConfig { protocol_period: base.protocol_period, probe_timeout: base.probe_timeout, min_suspicion: base.min_suspicion, sync_interval: base.sync_interval, dead_retention: base.dead_retention, ..slow };
+        assert_eq!(undone, base);
+        assert_eq!(base.dilated(0), base, "a factor of 0 is taken as 1");
+    }
+}

@@ -77,11 +77,14 @@ pub struct Swim<M> {
     cfg: SwimConfig,
     members: HashMap<NodeId, Member<M>>,
     suspects: HashSet<NodeId>,
-    /// Alive and suspect members, rebuilt when membership changed.
+    /// Alive and suspect members, sorted (random picks from it are then
+    /// reproducible for a seed); kept in step by `set_reachable`.
     reachable: Vec<NodeId>,
-    /// This node's ring successors among `reachable`, rebuilt with it.
+    /// This node's ring successors among `reachable`, recomputed when it changed.
     successors: Vec<NodeId>,
-    reachable_dirty: bool,
+    /// This node's own positions on the monitoring rings.
+    ring: Box<[u64]>,
+    successors_dirty: bool,
     probe_order: Vec<NodeId>,
     probe: Option<Probe>,
     health: LocalHealth,
@@ -110,7 +113,9 @@ impl<M: Clone + PartialEq> Swim<M> {
     /// self), with `seed` for its random choices.
     pub fn new(me: NodeId, meta: M, incarnation: u64, cfg: SwimConfig, now: Millis, seed: u64) -> Self {
         let health = LocalHealth::new(cfg.max_local_health);
+        let ring = monitors::ring_positions(&me, cfg.monitors);
         let mut s = Swim {
+            ring,
             me,
             meta,
             incarnation,
@@ -126,7 +131,7 @@ impl<M: Clone + PartialEq> Swim<M> {
             suspects: HashSet::new(),
             reachable: Vec::new(),
             successors: Vec::new(),
-            reachable_dirty: false,
+            successors_dirty: false,
             probe_order: Vec::new(),
             probe: None,
             health,
@@ -285,11 +290,8 @@ impl<M: Clone + PartialEq> Swim<M> {
                 self.start_probe(now);
             }
             let retention = self.cfg.dead_retention;
-            let before = self.members.len();
+            // Only the dead are forgotten: `reachable` does not hold them.
             self.members.retain(|_, m| m.liveness != Liveness::Dead || now < m.since + retention);
-            if self.members.len() != before {
-                self.reachable_dirty = true;
-            }
             self.relays.retain(|_, r| r.expires > now);
         }
         if now >= self.next_gossip {
@@ -361,8 +363,9 @@ impl<M: Clone + PartialEq> Swim<M> {
             Some(m) if m.liveness == u.liveness => m.since,
             _ => now,
         };
-        if was != Some(u.liveness) {
-            self.reachable_dirty = true;
+        let reachable = u.liveness != Liveness::Dead;
+        if was.map(|l| l != Liveness::Dead) != Some(reachable) {
+            self.set_reachable(&u.node, reachable);
         }
         match u.liveness {
             Liveness::Alive => {
@@ -380,7 +383,11 @@ impl<M: Clone + PartialEq> Swim<M> {
                 self.events.push_back(Event::Down(u.node.clone()));
             }
         }
-        self.members.insert(u.node.clone(), Member { incarnation: u.incarnation, liveness: u.liveness, meta: u.meta.clone(), since });
+        let ring = match self.members.get(&u.node) {
+            Some(m) => m.ring.clone(),
+            None => monitors::ring_positions(&u.node, self.cfg.monitors),
+        };
+        self.members.insert(u.node.clone(), Member { incarnation: u.incarnation, liveness: u.liveness, meta: u.meta.clone(), since, ring });
         self.enqueue(u);
     }
 

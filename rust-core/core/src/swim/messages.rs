@@ -72,6 +72,9 @@ pub struct Member<M> {
     pub meta: M,
     /// When it entered `liveness` (this node's clock).
     pub since: Millis,
+    /// Where it sits on the monitoring rings (`monitors::ring_positions`),
+    /// hashed once instead of on every change of the member list.
+    pub(super) ring: Box<[u64]>,
 }
 
 /// Counters of what this node did.

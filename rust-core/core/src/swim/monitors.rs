@@ -17,22 +17,44 @@ use crate::sample::Rng;
 /// Seeds the ring hashes apart from every other use of xxh3 in fragstate.
 const RING_SEED: u64 = 0x7377_696d_7269_6e67;
 
+/// Where `id` sits on rings `0..k`: its hash on each.
+pub fn ring_positions(id: &NodeId, k: usize) -> Box<[u64]> {
+    (0..k as u64).map(|ring| xxh3_64_with_seed(id.as_str().as_bytes(), RING_SEED ^ ring)).collect()
+}
+
 /// The distinct successors of `me` among `members` on rings `0..k`, in ring
 /// order (a member that is the successor on several rings appears once);
 /// `me` in `members` is ignored. Every member when there are at most `k`.
 pub fn ring_successors(me: &NodeId, members: &[NodeId], k: usize) -> Vec<NodeId> {
-    let others: Vec<&NodeId> = members.iter().filter(|m| *m != me).collect();
-    if others.len() <= k {
-        return others.into_iter().cloned().collect();
+    let positions: Vec<Box<[u64]>> = members.iter().map(|m| ring_positions(m, k)).collect();
+    successors_among(me, &ring_positions(me, k), members.iter().zip(positions.iter().map(|p| &p[..])))
+}
+
+/// [`ring_successors`] of `me` (at `mine` on the rings) among members whose
+/// positions are known: one pass over them, no hashing (a node recomputes
+/// its successors on every change of its member list; at 1,000 members
+/// hashing every id on every ring each time was most of a formation's CPU).
+pub fn successors_among<'a>(me: &NodeId, mine: &[u64], members: impl Iterator<Item = (&'a NodeId, &'a [u64])>) -> Vec<NodeId> {
+    let others: Vec<(&NodeId, &[u64])> = members.filter(|(m, _)| *m != me).collect();
+    if others.len() <= mine.len() {
+        let mut all: Vec<NodeId> = others.into_iter().map(|(m, _)| m.clone()).collect();
+        all.sort_unstable();
+        return all;
     }
-    let mut out: Vec<NodeId> = Vec::with_capacity(k);
-    for ring in 0..k as u64 {
-        let hash = |n: &NodeId| xxh3_64_with_seed(n.as_str().as_bytes(), RING_SEED ^ ring);
-        let mine = hash(me);
-        // The next hash after mine, wrapping: the smallest distance forward (ties by id, for determinism).
-        let next = others.iter().min_by_key(|n| (hash(n).wrapping_sub(mine).wrapping_sub(1), n.as_str())).expect("more than k others");
-        if !out.contains(next) {
-            out.push((*next).clone());
+    // Per ring, the next position after mine, wrapping: the smallest distance forward (ties by id, for determinism).
+    let mut next: Vec<Option<(u64, &NodeId)>> = vec![None; mine.len()];
+    for (m, at) in &others {
+        for ((best, pos), my) in next.iter_mut().zip(at.iter()).zip(mine) {
+            let distance = pos.wrapping_sub(*my).wrapping_sub(1);
+            if best.is_none_or(|(d, b)| (distance, m.as_str()) < (d, b.as_str())) {
+                *best = Some((distance, m));
+            }
+        }
+    }
+    let mut out: Vec<NodeId> = Vec::with_capacity(mine.len());
+    for (_, m) in next.into_iter().flatten() {
+        if !out.contains(m) {
+            out.push(m.clone());
         }
     }
     out

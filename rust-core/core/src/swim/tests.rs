@@ -70,6 +70,20 @@ impl Net {
                 }
             }
         }
+        self.check_reachable();
+    }
+
+    /// Every node's incrementally kept `reachable` list and its successors
+    /// equal what a rebuild from its member list gives.
+    fn check_reachable(&mut self) {
+        for node in &mut self.nodes {
+            let mut rebuilt: Vec<NodeId> = node.members.iter().filter(|(_, m)| m.liveness != Liveness::Dead).map(|(n, _)| n.clone()).collect();
+            rebuilt.sort_unstable();
+            let me = node.me.clone();
+            assert_eq!(node.reachable(), rebuilt.as_slice(), "{me}'s reachable members");
+            let successors = monitors::ring_successors(&me, &rebuilt, node.cfg.monitors);
+            assert_eq!(node.successors(), successors.as_slice(), "{me}'s ring successors");
+        }
     }
 
     fn liveness(&self, at: usize, of: usize) -> Option<Liveness> {
@@ -254,7 +268,7 @@ fn a_node_that_joins_through_a_seed_that_misses_a_member_learns_it_within_second
     net.run(20_000);
     // node 3 has not heard of node 5 (yet)
     net.nodes[3].members.remove(&id(5));
-    net.nodes[3].reachable_dirty = true;
+    net.nodes[3].set_reachable(&id(5), false);
     let mut joiner = Swim::new(id(6), 6, 1, SwimConfig::default(), net.now, 13);
     joiner.join(&[id(3)]);
     net.nodes.push(joiner);

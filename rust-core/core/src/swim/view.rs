@@ -28,14 +28,29 @@ impl<M: Clone + PartialEq> Swim<M> {
         v
     }
 
+    /// The alive and suspect members (sorted), with this node's successors among them brought up to date.
     pub(super) fn reachable(&mut self) -> &[NodeId] {
-        if self.reachable_dirty {
-            self.reachable = self.members.iter().filter(|(_, m)| m.liveness != Liveness::Dead).map(|(n, _)| n.clone()).collect();
-            self.reachable.sort_unstable();
-            self.successors = monitors::ring_successors(&self.me, &self.reachable, self.cfg.monitors);
-            self.reachable_dirty = false;
+        if self.successors_dirty {
+            let reachable = self.members.iter().filter(|(_, m)| m.liveness != Liveness::Dead).map(|(n, m)| (n, &m.ring[..]));
+            self.successors = monitors::successors_among(&self.me, &self.ring, reachable);
+            self.successors_dirty = false;
         }
         &self.reachable
+    }
+
+    /// `node` became reachable (alive or suspect: a new member, or back from
+    /// the dead) or not (dead, forgotten). Kept in step one member at a time:
+    /// rebuilding and sorting the list on every change cost a 1,000-node
+    /// formation in one process most of its CPU (NETWORK.md, "Swarm runs").
+    pub(super) fn set_reachable(&mut self, node: &NodeId, reachable: bool) {
+        match (self.reachable.binary_search(node), reachable) {
+            (Err(at), true) => self.reachable.insert(at, node.clone()),
+            (Ok(at), false) => {
+                self.reachable.remove(at);
+            }
+            _ => return,
+        }
+        self.successors_dirty = true;
     }
 
     /// Up to `count` distinct random reachable members, never `except`.

@@ -80,8 +80,13 @@ pub struct Swim<M> {
     /// Alive and suspect members, sorted (random picks from it are then
     /// reproducible for a seed); kept in step by `set_reachable`.
     reachable: Vec<NodeId>,
-    /// This node's ring successors among `reachable`, recomputed when it changed.
+    /// This node's ring successors among `reachable`: from `ring_next`, or
+    /// every reachable member while there are at most `monitors`.
     successors: Vec<NodeId>,
+    /// Per ring, the reachable member next after this node, with its distance
+    /// (`monitors::ring_next`): a new member is offered to it, a lost
+    /// successor has it recomputed.
+    ring_next: Vec<Option<(u64, NodeId)>>,
     /// This node's own positions on the monitoring rings.
     ring: Box<[u64]>,
     successors_dirty: bool,
@@ -114,6 +119,7 @@ impl<M: Clone + PartialEq> Swim<M> {
     pub fn new(me: NodeId, meta: M, incarnation: u64, cfg: SwimConfig, now: Millis, seed: u64) -> Self {
         let health = LocalHealth::new(cfg.max_local_health);
         let ring = monitors::ring_positions(&me, cfg.monitors);
+        let ring_next = vec![None; ring.len()];
         let mut s = Swim {
             ring,
             me,
@@ -132,6 +138,7 @@ impl<M: Clone + PartialEq> Swim<M> {
             reachable: Vec::new(),
             successors: Vec::new(),
             successors_dirty: false,
+            ring_next,
             probe_order: Vec::new(),
             probe: None,
             health,
@@ -363,10 +370,6 @@ impl<M: Clone + PartialEq> Swim<M> {
             Some(m) if m.liveness == u.liveness => m.since,
             _ => now,
         };
-        let reachable = u.liveness != Liveness::Dead;
-        if was.map(|l| l != Liveness::Dead) != Some(reachable) {
-            self.set_reachable(&u.node, reachable);
-        }
         match u.liveness {
             Liveness::Alive => {
                 self.suspects.remove(&u.node);
@@ -388,6 +391,10 @@ impl<M: Clone + PartialEq> Swim<M> {
             None => monitors::ring_positions(&u.node, self.cfg.monitors),
         };
         self.members.insert(u.node.clone(), Member { incarnation: u.incarnation, liveness: u.liveness, meta: u.meta.clone(), since, ring });
+        let reachable = u.liveness != Liveness::Dead;
+        if was.map(|l| l != Liveness::Dead) != Some(reachable) {
+            self.set_reachable(&u.node, reachable);
+        }
         self.enqueue(u);
     }
 

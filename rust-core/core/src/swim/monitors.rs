@@ -27,32 +27,43 @@ pub fn ring_positions(id: &NodeId, k: usize) -> Box<[u64]> {
 /// `me` in `members` is ignored. Every member when there are at most `k`.
 pub fn ring_successors(me: &NodeId, members: &[NodeId], k: usize) -> Vec<NodeId> {
     let positions: Vec<Box<[u64]>> = members.iter().map(|m| ring_positions(m, k)).collect();
-    successors_among(me, &ring_positions(me, k), members.iter().zip(positions.iter().map(|p| &p[..])))
+    let next = ring_next(me, &ring_positions(me, k), members.iter().zip(positions.iter().map(|p| &p[..])));
+    let others: Vec<NodeId> = members.iter().filter(|m| *m != me).cloned().collect();
+    successors_from(&next, &others)
 }
 
-/// [`ring_successors`] of `me` (at `mine` on the rings) among members whose
-/// positions are known: one pass over them, no hashing (a node recomputes
-/// its successors on every change of its member list; at 1,000 members
-/// hashing every id on every ring each time was most of a formation's CPU).
-pub fn successors_among<'a>(me: &NodeId, mine: &[u64], members: impl Iterator<Item = (&'a NodeId, &'a [u64])>) -> Vec<NodeId> {
-    let others: Vec<(&NodeId, &[u64])> = members.filter(|(m, _)| *m != me).collect();
-    if others.len() <= mine.len() {
-        let mut all: Vec<NodeId> = others.into_iter().map(|(m, _)| m.clone()).collect();
-        all.sort_unstable();
-        return all;
+/// Per ring, the member next after `me` (at `mine` on the rings) among
+/// `members` (with their positions), and its distance forward: one pass, no
+/// hashing. `me` among them is ignored.
+pub fn ring_next<'a>(me: &NodeId, mine: &[u64], members: impl Iterator<Item = (&'a NodeId, &'a [u64])>) -> Vec<Option<(u64, NodeId)>> {
+    let mut next = vec![None; mine.len()];
+    for (m, at) in members.filter(|(m, _)| *m != me) {
+        offer(mine, &mut next, m, at);
     }
-    // Per ring, the next position after mine, wrapping: the smallest distance forward (ties by id, for determinism).
-    let mut next: Vec<Option<(u64, &NodeId)>> = vec![None; mine.len()];
-    for (m, at) in &others {
-        for ((best, pos), my) in next.iter_mut().zip(at.iter()).zip(mine) {
-            let distance = pos.wrapping_sub(*my).wrapping_sub(1);
-            if best.is_none_or(|(d, b)| (distance, m.as_str()) < (d, b.as_str())) {
-                *best = Some((distance, m));
-            }
+    next
+}
+
+/// Offers member `m` (at `at` on the rings) to `next` (what [`ring_next`]
+/// gave): on each ring where it comes sooner after `mine`, it is the next
+/// one now (the smallest distance forward, wrapping; ties by id, for
+/// determinism).
+pub fn offer(mine: &[u64], next: &mut [Option<(u64, NodeId)>], m: &NodeId, at: &[u64]) {
+    for ((best, pos), my) in next.iter_mut().zip(at).zip(mine) {
+        let distance = pos.wrapping_sub(*my).wrapping_sub(1);
+        if best.as_ref().is_none_or(|(d, b)| (distance, m.as_str()) < (*d, b.as_str())) {
+            *best = Some((distance, m.clone()));
         }
     }
-    let mut out: Vec<NodeId> = Vec::with_capacity(mine.len());
-    for (_, m) in next.into_iter().flatten() {
+}
+
+/// The successors `next` names, each once, in ring order; every one of
+/// `others` (the members but me) while there are at most as many as rings.
+pub fn successors_from(next: &[Option<(u64, NodeId)>], others: &[NodeId]) -> Vec<NodeId> {
+    if others.len() <= next.len() {
+        return others.to_vec();
+    }
+    let mut out: Vec<NodeId> = Vec::with_capacity(next.len());
+    for (_, m) in next.iter().flatten() {
         if !out.contains(m) {
             out.push(m.clone());
         }
@@ -109,6 +120,22 @@ mod tests {
         assert!(max <= k, "{max} predecessors (k = {k})");
         let mean = predecessors.values().sum::<usize>() as f64 / n as f64;
         assert!(mean > k as f64 * 0.95, "mean {mean} predecessors");
+    }
+
+    #[test]
+    fn members_offered_one_at_a_time_give_the_successors_of_all_of_them() {
+        let (n, k) = (200, 8);
+        let all = ids(n);
+        let me = &all[17];
+        let mine = ring_positions(me, k);
+        let mut next = vec![None; k];
+        let mut seen: Vec<NodeId> = Vec::new();
+        for m in all.iter().rev().filter(|m| *m != me) {
+            offer(&mine, &mut next, m, &ring_positions(m, k));
+            seen.push(m.clone());
+            seen.sort_unstable();
+            assert_eq!(successors_from(&next, &seen), ring_successors(me, &seen, k), "after {} members", seen.len());
+        }
     }
 
     #[test]

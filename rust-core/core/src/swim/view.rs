@@ -32,25 +32,42 @@ impl<M: Clone + PartialEq> Swim<M> {
     pub(super) fn reachable(&mut self) -> &[NodeId] {
         if self.successors_dirty {
             let reachable = self.members.iter().filter(|(_, m)| m.liveness != Liveness::Dead).map(|(n, m)| (n, &m.ring[..]));
-            self.successors = monitors::successors_among(&self.me, &self.ring, reachable);
+            self.ring_next = monitors::ring_next(&self.me, &self.ring, reachable);
+            self.successors = monitors::successors_from(&self.ring_next, &self.reachable);
             self.successors_dirty = false;
         }
         &self.reachable
     }
 
-    /// `node` became reachable (alive or suspect: a new member, or back from
-    /// the dead) or not (dead, forgotten). Kept in step one member at a time:
-    /// rebuilding and sorting the list on every change cost a 1,000-node
-    /// formation in one process most of its CPU (NETWORK.md, "Swarm runs").
+    /// `node` (a member) became reachable (alive or suspect: new, or back
+    /// from the dead) or not (dead, forgotten). Kept in step one member at a
+    /// time: rebuilding the list and the successors on every change was most
+    /// of a 1,000-node formation's CPU in one process (NETWORK.md, "Swarm
+    /// runs"). A newcomer only competes with each ring's current successor; a
+    /// successor lost has them recomputed at the next use.
     pub(super) fn set_reachable(&mut self, node: &NodeId, reachable: bool) {
         match (self.reachable.binary_search(node), reachable) {
-            (Err(at), true) => self.reachable.insert(at, node.clone()),
+            (Err(at), true) => {
+                self.reachable.insert(at, node.clone());
+                if self.successors_dirty {
+                    return;
+                }
+                match self.members.get(node) {
+                    Some(m) => {
+                        monitors::offer(&self.ring, &mut self.ring_next, node, &m.ring);
+                        self.successors = monitors::successors_from(&self.ring_next, &self.reachable);
+                    }
+                    None => self.successors_dirty = true,
+                }
+            }
             (Ok(at), false) => {
                 self.reachable.remove(at);
+                if self.successors.contains(node) || self.reachable.len() <= self.ring.len() {
+                    self.successors_dirty = true;
+                }
             }
-            _ => return,
+            _ => {}
         }
-        self.successors_dirty = true;
     }
 
     /// Up to `count` distinct random reachable members, never `except`.

@@ -19,6 +19,12 @@
 #                                                 # --join-rate: nodes started per second (default: back
 #                                                 # to back); --timeout: seconds a run may take to form
 #                                                 # (default 300) (NETWORK.md "Swarm runs")
+#   ci/swarm.sh --in-process --modes swim --transports memory --nodes 50,100,200,500,1000 \
+#               --time-dilation 16 --join-rate 10
+#                                                 # every membership timing 16× slower, so that one 2-core
+#                                                 # process runs 1,000 nodes without saturating; times and
+#                                                 # rates reported in protocol time (wall ÷ 16), --settle
+#                                                 # and --idle are protocol seconds
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=lib/common.sh

@@ -61,7 +61,7 @@ use crate::ids::NodeId;
 use crate::sample::Rng;
 use broadcasts::Broadcasts;
 use health::LocalHealth;
-use anti_entropy::{SyncPhase, SEED_RETRY};
+use anti_entropy::{SyncPhase, SEED_RETRY_PERIODS};
 use probe::{Probe, Relay, CONNECT_PERIODS};
 pub use config::SwimConfig;
 pub use messages::{Event, Liveness, Member, Message, SwimStats, Update};
@@ -236,6 +236,12 @@ impl<M: Clone + PartialEq> Swim<M> {
         &self.successors
     }
 
+    /// Updates this node still has to pass on (each until sent its
+    /// retransmit limit of times).
+    pub fn news_pending(&self) -> usize {
+        self.broadcasts.len()
+    }
+
     /// What this node did so far.
     pub fn stats(&self) -> &SwimStats {
         &self.stats
@@ -288,7 +294,7 @@ impl<M: Clone + PartialEq> Swim<M> {
                     None => {}
                 }
             }
-            if now >= self.seeds_asked + SEED_RETRY && self.reachable().is_empty() {
+            if now >= self.seeds_asked + SEED_RETRY_PERIODS * self.cfg.protocol_period && self.reachable().is_empty() {
                 self.seeds_asked = now;
                 self.ask_seeds();
             }

@@ -50,6 +50,10 @@ pub struct Traffic {
     pub closed_idle: u64,
     pub closed_broken: u64,
     pub closed_here: u64,
+    /// Membership updates this node still has to pass on (SWIM's gossip
+    /// queue; 0 under the mesh): 0 at every node is a cluster whose news
+    /// has spread.
+    pub news_pending: u64,
 }
 
 /// Why a node dialled a peer it had no connection to (`Traffic::dials`):
@@ -127,6 +131,8 @@ pub(crate) struct Counters {
     pub closed_idle: AtomicU64,
     pub closed_broken: AtomicU64,
     pub closed_here: AtomicU64,
+    /// A gauge: see [`Traffic::news_pending`].
+    pub news_pending: AtomicU64,
 }
 
 pub(crate) struct Inner {
@@ -265,6 +271,7 @@ impl Inner {
             closed_idle: c.closed_idle.load(Ordering::Relaxed),
             closed_broken: c.closed_broken.load(Ordering::Relaxed),
             closed_here: c.closed_here.load(Ordering::Relaxed),
+            news_pending: c.news_pending.load(Ordering::Relaxed),
         }
     }
 

@@ -216,6 +216,7 @@ pub(crate) async fn swim_task(inner: Arc<Inner>, mut inbox: mpsc::UnboundedRecei
             inner.index_forget_all("this node was declared dead");
         }
         keep_connected(&inner, swim.successors(), &mut successors);
+        inner.counters.news_pending.store(swim.news_pending() as u64, std::sync::atomic::Ordering::Relaxed);
     }
     tracing::debug!(stats = ?swim.stats(), "membership stopped");
 }

@@ -5,16 +5,19 @@
 use super::{Liveness, Message, Millis, Swim, Update};
 use crate::ids::NodeId;
 
-/// How often a node that knows no live member asks its seeds again.
-pub(super) const SEED_RETRY: Millis = 1_000;
+/// How often, in protocol periods, a node that knows no live member asks
+/// its seeds again (1 s at the default 200 ms). Timings here count periods so
+/// that they stretch with `SwimConfig::dilated`.
+pub(super) const SEED_RETRY_PERIODS: Millis = 5;
 /// After its seed answered, a joining node swaps full lists with another
-/// random member this long later, then twice, four and eight times as long
+/// random member this many protocol periods later (1 s at the default
+/// 200 ms), then twice, four and eight times as long
 /// ([`CATCH_UP_SYNCS`] in all) before the regular anti-entropy rounds take over:
 /// a seed that was itself still joining (a mass start) may not have known
 /// every member yet, and the news of those that joined before it may have
 /// died out, so without these the joiner misses them until its first
 /// regular round, 30–60 s later.
-pub(super) const CATCH_UP_SYNC: Millis = 1_000;
+pub(super) const CATCH_UP_SYNC_PERIODS: Millis = 5;
 const CATCH_UP_SYNCS: u32 = 4;
 
 /// Where a node is in its full-list exchanges.
@@ -32,7 +35,7 @@ impl<M: Clone + PartialEq> Swim<M> {
     /// Ask `seeds` for their member lists, and announce this node: to the
     /// seeds in the request, to the rest by gossip (a seed's own gossip of a
     /// newcomer can die out while few members know it, during a mass start).
-    /// Asked again every `SEED_RETRY` while this node knows no live member
+    /// Asked again every `SEED_RETRY_PERIODS` while this node knows no live member
     /// (a request or its answer lost, a seed not up yet, everyone else gone).
     pub fn join(&mut self, seeds: &[NodeId]) {
         let hello = self.my_update(Liveness::Alive);

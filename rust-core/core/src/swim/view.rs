@@ -8,10 +8,10 @@ use crate::ids::NodeId;
 
 impl<M: Clone + PartialEq> Swim<M> {
     /// Anti-entropy is due `sync_interval × max(1, N / 128)` after the last;
-    /// a joined node's catch-up syncs come sooner (`CATCH_UP_SYNC`, doubling).
+    /// a joined node's catch-up syncs come sooner (`CATCH_UP_SYNC_PERIODS`, doubling).
     pub(super) fn next_sync(&self) -> Millis {
         if let super::anti_entropy::SyncPhase::CatchUp(done) = self.sync_phase {
-            return self.last_sync + (super::anti_entropy::CATCH_UP_SYNC << done);
+            return self.last_sync + ((super::anti_entropy::CATCH_UP_SYNC_PERIODS * self.cfg.protocol_period) << done);
         }
         let n = self.members.len() as u64 + 1;
         self.last_sync + self.cfg.sync_interval * (n / 128).max(1)

@@ -55,10 +55,17 @@ impl FragmentSet<'_> {
     /// to yet (a restoring TaskManager just started), must not fail a read
     /// whose cells all exist (each failed read restarts every subtask's
     /// restore in Flink).
+    /// The holders live now: asked of each holder, not by building the whole
+    /// view (at 1,000 nodes that was most of what a restore's stripes cost
+    /// the client beyond its requests).
+    fn live_holders(&self, ctx: &Ctx) -> HashSet<NodeId> {
+        self.holders.iter().filter(|h| ctx.transport.is_live(h)).cloned().collect()
+    }
+
     pub async fn fetch(&self, ctx: &Ctx, stripe: u32, info: &StripeInfo, skip: Option<usize>) -> Result<FetchedStripe> {
         let k = self.codec.params().k();
         let n = self.codec.params().fragments();
-        let live: HashSet<NodeId> = ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
+        let live = self.live_holders(ctx);
         let mut missing: Vec<usize> = Vec::new();
         // Fragments whose request failed or whose holder was not live (not absent, not
         // corrupt): asked again in the retry rounds once live.
@@ -121,7 +128,7 @@ impl FragmentSet<'_> {
             if inflight.is_empty() && !failed.is_empty() {
                 if let Some(backoff) = retries.next() {
                     tokio::time::sleep(*backoff).await;
-                    let live: HashSet<NodeId> = ctx.transport.live_nodes().into_iter().map(|n| n.id).collect();
+                    let live = self.live_holders(ctx);
                     // those still not live wait for the next round
                     let (again, later): (Vec<usize>, Vec<usize>) = failed.drain(..).partition(|&i| live.contains(&self.holders[i]));
                     failed = later;

@@ -21,6 +21,13 @@ pub trait Transport: Send + Sync + 'static {
     /// Storage nodes currently believed alive (membership view).
     fn live_nodes(&self) -> Vec<NodeInfo>;
 
+    /// Whether `node` is among [`Transport::live_nodes`]. A transport with a
+    /// large view answers it without building the whole view: a reader asks
+    /// it of an object's holders for every stripe.
+    fn is_live(&self, node: &NodeId) -> bool {
+        self.live_nodes().iter().any(|n| &n.id == node)
+    }
+
     /// Starts storing one fragment on `node`. Cells follow through the sink.
     async fn open_fragment(&self, node: &NodeId, header: FragmentHeader) -> Result<Box<dyn FragmentSink>>;
 

@@ -173,6 +173,17 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     eprintln!("{name}, {} nodes: idle CPU {:.1} % of a core in all, {:.0} membership messages per node/s", a.nodes, 100.0 * cpu_all, per_node_rate(&|t| t.membership_messages_sent));
     eprintln!("{name}, {} nodes: since the start, {}", a.nodes, churn_line(&traffic1));
 
+    // What the client's whole view costs to build (readers used to build it for every stripe).
+    let view_us = median(
+        (0..50)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(client_node.live_nodes());
+                t.elapsed().as_secs_f64() * 1e6
+            })
+            .collect(),
+    );
+
     // Restores: every object written, then each read back once.
     let client = Client::new(Arc::new(client_node.clone()), fragstate_client::ClientConfig { params, ..client_node.client_config(false) })?;
     let data = state_like(a.size as usize);
@@ -247,7 +258,7 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
         "object_bytes": a.size, "objects": a.objects, "k": params.k(), "m": params.m(),
         "dead_p50_s": round(percentile(&dead, 50).unwrap_or(f64::NAN), 2), "dead_p99_s": round(percentile(&dead, 99).unwrap_or(f64::NAN), 2),
         "dead_max_s": round(dead.last().copied().unwrap_or(f64::NAN), 2), "dead_never": missed,
-        "open_files_idle": open_files, "open_files_limit": open_files_limit(),
+        "open_files_idle": open_files, "open_files_limit": open_files_limit(), "client_view_us": round(view_us, 1),
     });
     // In protocol time (wall time ÷ --time-dilation), and what a node would spend at the real pace.
     let protocol_time = json!({

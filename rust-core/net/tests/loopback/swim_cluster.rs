@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use fragstate_client::transport::Transport;
 use fragstate_client::Client;
+use fragstate_core::ids::NodeId;
 use fragstate_core::params::{CodingParams, Compression};
 use fragstate_net::{DialCause, Membership, NetConfig, NetNode, Role};
 use fragstate_store::FragmentStore;
@@ -125,6 +126,13 @@ async fn a_swim_cluster_serves_objects_and_finds_stopped_and_leaving_nodes() {
     }
     let dead_after = started.elapsed();
     eprintln!("a stopped node was out of every other's live view after {avoided_after:?}, dead at every other after {dead_after:?}");
+    // A reader asks each holder whether it is live (`Transport::is_live`): the same answer as the whole view.
+    for n in &others {
+        let view: BTreeSet<NodeId> = n.live_nodes().into_iter().map(|i| i.id).collect();
+        for candidate in others.iter().map(|x| x.id()).chain([stopped.id()]) {
+            assert_eq!(n.is_live(candidate), view.contains(candidate), "{}: is {candidate} live?", n.id());
+        }
+    }
     assert!(dead_after >= Duration::from_millis(2_000), "declared dead before the suspicion could run out: {dead_after:?}");
     assert!(get(&client, "swim/a").await == data, "read back differs with a holder gone");
 

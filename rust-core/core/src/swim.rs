@@ -392,8 +392,9 @@ impl<M: Clone + PartialEq> Swim<M> {
                 self.events.push_back(Event::Down(u.node.clone()));
             }
         }
-        let ring = match self.members.get(&u.node) {
-            Some(m) => m.ring.clone(),
+        // The member's ring positions move to its new entry (hashed only for a new member).
+        let ring = match self.members.remove(&u.node) {
+            Some(m) => m.ring,
             None => monitors::ring_positions(&u.node, self.cfg.monitors),
         };
         self.members.insert(u.node.clone(), Member { incarnation: u.incarnation, liveness: u.liveness, meta: u.meta.clone(), since, ring });

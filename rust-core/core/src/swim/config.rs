@@ -96,7 +96,7 @@ mod tests {
         assert_eq!(slow.probe_timeout, 4 * base.probe_timeout);
         assert_eq!(slow.min_suspicion, 4 * base.min_suspicion);
         assert_eq!(slow.sync_interval, 4 * base.sync_interval);
-        assert_eq!(slow.dead_retention, 4 * base.dilated(1).dead_retention);
+        assert_eq!(slow.dead_retention, 4 * base.dead_retention);
         // With the timings put back, fan-outs and counts are the base's.
         let undone = SwimConfig { protocol_period: base.protocol_period, probe_timeout: base.probe_timeout, min_suspicion: base.min_suspicion, sync_interval: base.sync_interval, dead_retention: base.dead_retention, ..slow };
         assert_eq!(undone, base);

@@ -12,6 +12,7 @@ use libp2p::{PeerId};
 use fragstate_core::error::Error;
 use fragstate_core::ids::{now_unix_ms, NodeId};
 use fragstate_core::placement::NodeInfo;
+use fragstate_store::FragmentStore;
 
 use crate::config::{Membership, MAX_TOMBSTONES_PER_HELLO};
 use crate::state::{lock, Cmd, Inner};
@@ -33,12 +34,23 @@ impl Inner {
                 (h.role == Role::Storage).then(|| NodeInfo { id: p.node_id.get_or_init(|| NodeId::from(id.to_base58())).clone(), domain: Arc::from(h.domain.as_str()), free_bytes: h.free_bytes })
             })
             .collect();
-        if self.cfg.role == Role::Storage && self.cfg.include_self {
-            if let Some(s) = &self.cfg.store {
-                v.push(NodeInfo { id: self.id.clone(), domain: Arc::from(self.cfg.domain.as_str()), free_bytes: s.usage().free_bytes() });
-            }
+        if let Some(s) = self.listed_store() {
+            v.push(NodeInfo { id: self.id.clone(), domain: Arc::from(self.cfg.domain.as_str()), free_bytes: s.usage().free_bytes() });
         }
         v
+    }
+
+    /// Whether `node` is among [`Inner::live`], without building it.
+    pub(crate) fn is_live_node(&self, node: &NodeId) -> bool {
+        if node == &self.id {
+            return self.listed_store().is_some();
+        }
+        node.as_str().parse().is_ok_and(|peer| self.is_live_storage(&peer))
+    }
+
+    /// This node's store when it lists itself among the live nodes.
+    fn listed_store(&self) -> Option<&Arc<FragmentStore>> {
+        self.cfg.store.as_ref().filter(|_| self.cfg.role == Role::Storage && self.cfg.include_self)
     }
 
     /// When `node` was last seen live (`None`: live now).

@@ -78,11 +78,7 @@ impl Transport for NetNode {
     }
 
     fn is_live(&self, node: &NodeId) -> bool {
-        let inner = &self.inner;
-        if node == &inner.id {
-            return inner.cfg.role == crate::Role::Storage && inner.cfg.include_self && inner.cfg.store.is_some();
-        }
-        node.as_str().parse().is_ok_and(|peer| inner.is_live_storage(&peer))
+        self.inner.is_live_node(node)
     }
 
     async fn open_fragment(&self, node: &NodeId, header: FragmentHeader) -> Result<Box<dyn FragmentSink>> {

@@ -153,7 +153,9 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
         (busy == 0, if report { format!("{busy} nodes still pass on news, {} updates in all", pending.iter().sum::<u64>()) } else { String::new() })
     })
     .await?;
-    let wall = |protocol_s: f64| Duration::from_secs_f64(protocol_s * f64::from(dilation));
+    // Protocol time × the dilation is wall time.
+    let f = f64::from(dilation);
+    let wall = |protocol_s: f64| Duration::from_secs_f64(protocol_s * f);
     eprintln!("{name}, {} nodes: the client sees all after {formed_client:.1?}, every node after {formed_all:.1?}, no news left after {drained:.1?} more; settling {:.0?}", a.nodes, wall(a.settle));
     tokio::time::sleep(wall(a.settle)).await;
 
@@ -226,14 +228,13 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     let mut dead: Vec<f64> = dead_at.into_iter().flatten().collect();
     dead.sort_by(f64::total_cmp);
     let dead_p99 = percentile(&dead, 99).unwrap_or(f64::NAN);
-    eprintln!("{name}, {} nodes: the stopped node dead at p99 of the others after {dead_p99:.2} s ({:.2} s of protocol time; {missed} never)", a.nodes, dead_p99 / f64::from(dilation));
+    eprintln!("{name}, {} nodes: the stopped node dead at p99 of the others after {dead_p99:.2} s ({:.2} s of protocol time; {missed} never)", a.nodes, dead_p99 / f);
     for n in nodes.iter().chain([&client_node]) {
         n.stop();
     }
     let round = |x: f64, digits: i32| (x * 10f64.powi(digits)).round() / 10f64.powi(digits);
     // Wall time ÷ dilation: what a cluster running at the real pace would take.
-    let protocol = |wall_s: f64| round(wall_s / f64::from(dilation), 2);
-    let f = f64::from(dilation);
+    let protocol = |wall_s: f64| round(wall_s / f, 2);
     // Connections asked for per node and second while idle, by cause; and in all since the start.
     let by_cause = |value: &dyn Fn(DialCause) -> serde_json::Value| DialCause::ALL.iter().map(|c| (c.name().to_string(), value(*c))).collect::<serde_json::Map<_, _>>();
     let dials_idle = by_cause(&|c| json!(round(per_node_rate(&|t| t.dials[c as usize]), 3)));

@@ -191,6 +191,9 @@ fn honest_traffic_survives_every_attack_on_a_node() {
         ),
     ));
     assert_all_up(&mut c);
+    // The liars are gone once every node has found so: a member that left still counts for a
+    // while, and the next attack's phase starts from the cluster's own nodes.
+    c.wait_for("every node to count the cluster's nodes only, the liars gone", |c| c.stats().iter().all(|m| m["live"] == NODES.to_string()));
 
     // Last: forged manifests pin every path at the largest version. Reads go on (same
     // content); an honest overwrite gets a clear error naming the path and the version.

@@ -75,13 +75,10 @@ pub(crate) fn debug_attack(a: AttackArgs) -> Result<()> {
             _ => {}
         }
         let node = connect(args, args.wait_nodes.unwrap_or(1)).await?;
-        let live = node.live_nodes();
         let victim = match &target {
-            Some(t) => live.iter().find(|n| n.id.as_str() == t).ok_or_else(|| Error::invalid("--target", t, "a live storage node"))?,
-            None => live.first().ok_or_else(|| Error::invalid("storage nodes", 0, "≥ 1"))?,
-        }
-        .id
-        .clone();
+            Some(t) => live_target(&node, t, args.wait_timeout).await?,
+            None => node.live_nodes().first().ok_or_else(|| Error::invalid("storage nodes", 0, "≥ 1"))?.id.clone(),
+        };
         let peer = peer_id(&victim)?;
         let line = match attack {
             Attack::NeverRead => never_read(&node, args, &victim, peer, until).await?,
@@ -94,6 +91,22 @@ pub(crate) fn debug_attack(a: AttackArgs) -> Result<()> {
         node.shutdown().await;
         Ok(())
     })
+}
+
+/// `target` once this node counts it live, waiting up to `timeout`: the
+/// number of storage nodes waited for may be reached while a node that just
+/// left still counts and the target is not yet known.
+async fn live_target(node: &NetNode, target: &str, timeout: Duration) -> Result<NodeId> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(n) = node.live_nodes().into_iter().find(|n| n.id.as_str() == target) {
+            return Ok(n.id);
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::invalid("--target", target, format!("a storage node live within {} s", timeout.as_secs())));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// A new stream to `peer`, or `None` when the victim does not grant one within a second.

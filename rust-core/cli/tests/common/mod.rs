@@ -8,12 +8,27 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::Mutex;
+use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
 pub const EXE: &str = env!("CARGO_BIN_EXE_fragstate");
 pub static SERIAL: Mutex<()> = Mutex::new(());
 
+/// The last panic's message and place, repeated below the node logs that a
+/// failing test prints: CI shows the end of the output, where the logs would
+/// have buried it.
+static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
+
+fn remember_panics() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            *LAST_PANIC.lock().unwrap_or_else(|p| p.into_inner()) = Some(info.to_string());
+            default(info);
+        }));
+    });
+}
 
 pub struct NodeProc {
     pub child: Option<Child>,
@@ -65,6 +80,7 @@ pub fn spawn_node(args: &[String], log: &Path) -> (Child, String, String) {
 
 impl Cluster {
     pub fn new() -> Cluster {
+        remember_panics();
         let dir = tempfile::tempdir().unwrap();
         let key = dir.path().join("cluster.key");
         let out = Command::new(EXE).arg("keygen").arg(&key).output().unwrap();
@@ -238,6 +254,9 @@ impl Drop for Cluster {
         if std::thread::panicking() {
             for n in &self.nodes {
                 eprintln!("---- {} ----\n{}", n.log.display(), std::fs::read_to_string(&n.log).unwrap_or_default());
+            }
+            if let Some(failure) = LAST_PANIC.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                eprintln!("---- the failure (as above the node logs) ----\n{failure}");
             }
         }
     }

@@ -98,15 +98,17 @@ impl StaleReason {
 /// covers a write created at the given time.
 pub fn answer(query: &HeldQuery, asker: &NodeId, held: Option<&Manifest>, deleted: impl FnOnce(u64) -> bool) -> HeldAnswer {
     if let Some(m) = held {
-        let mine = m.write_version();
-        if mine > query.version {
-            return HeldAnswer::NewerWrite;
-        }
-        if mine == query.version && m.revision > query.revision {
-            return HeldAnswer::NewerRevision { names_asker: m.holders.contains(asker) };
-        }
-        if mine == query.version {
+        // The same write (its id names its fragments), whatever date the copy bears: one dated
+        // otherwise (garbled, or a member's forgery at the end of time) is no evidence of an
+        // overwrite, and dropping the asker's copy would drop fragments that copy still names.
+        if m.write_id == query.version.write_id {
+            if m.revision > query.revision {
+                return HeldAnswer::NewerRevision { names_asker: m.holders.contains(asker) };
+            }
             return HeldAnswer::NothingNewer;
+        }
+        if m.write_version() > query.version {
+            return HeldAnswer::NewerWrite;
         }
     }
     if deleted(query.version.created_unix_ms) {
@@ -181,6 +183,21 @@ mod tests {
         // the peer is behind the asker (it missed the repair that the asker knows of)
         let newer_mine = manifest(10, 1, 2, &["me", "b", "c"]);
         assert_eq!(ask(&newer_mine, Some(&moved), None), HeldAnswer::NothingNewer);
+    }
+
+    #[test]
+    fn the_same_write_dated_otherwise_is_no_newer_write() {
+        let mine = manifest(10, 1, 0, &["me", "b", "c"]);
+        // a forged copy: the write's own id and holders, dated at the end of time
+        let forged = manifest(u64::MAX, 1, u32::MAX, &["me", "b", "c"]);
+        assert_eq!(ask(&mine, Some(&forged), None), HeldAnswer::NewerRevision { names_asker: true });
+        assert_eq!(verdict(&[ask(&mine, Some(&forged), None)]), None);
+        assert_eq!(ask(&mine, Some(&manifest(u64::MAX, 1, 0, &["me", "b", "c"])), None), HeldAnswer::NothingNewer);
+        // a later revision of it that no longer names the asker is still a repair
+        let moved = manifest(9, 1, 3, &["x", "b", "c"]);
+        assert_eq!(verdict(&[ask(&mine, Some(&moved), None)]), Some(StaleReason::Repaired));
+        // another write (another id) at the same time or later is an overwrite
+        assert_eq!(ask(&mine, Some(&manifest(10, 2, 0, &["b"])), None), HeldAnswer::NewerWrite);
     }
 
     #[test]

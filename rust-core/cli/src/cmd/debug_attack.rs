@@ -209,35 +209,33 @@ fn forge(m: &Manifest) -> Manifest {
 }
 
 /// Lists every object, and stores a forged copy of each manifest (same
-/// content, largest version) on every live node. What this shows: a member
-/// can pin any path's version at the top (SECURITY.md); honest writers then
-/// get a clear error on that path instead of a wrapped counter.
+/// content, largest version) on every live node, in path order until `until`.
+/// What this shows: a member can pin any path's version at the top
+/// (SECURITY.md); honest writers then get a clear error on that path instead
+/// of a wrapped counter.
 async fn forged_manifests(node: &NetNode, until: Instant) -> Result<String> {
     let (mut forged, mut stored) = (0u64, 0u64);
     let nodes: Vec<NodeId> = node.live_nodes().into_iter().map(|n| n.id).collect();
-    let mut paths = Vec::new();
+    // In path order, whichever node answers first: the paths of one node's listing first
+    // put an object that node does not hold behind all of them, past the time allowed
+    // (the adversarial test's first object stayed honest in one run of CI).
+    let mut paths = std::collections::BTreeSet::new();
     for n in &nodes {
-        for s in node.list(n, "").await.unwrap_or_default() {
-            if !paths.contains(&s.path) {
-                paths.push(s.path);
-            }
-        }
+        paths.extend(node.list(n, "").await.unwrap_or_default().into_iter().map(|s| s.path));
     }
     for path in &paths {
         if Instant::now() >= until {
             break;
         }
-        let Some(m) = futures::future::join_all(nodes.iter().map(|n| node.get_manifest(n, path))).await.into_iter().flatten().flatten().next()
-        else {
+        // the newest copy (a repair's revision names the holders of now)
+        let copies = futures::future::join_all(nodes.iter().map(|n| node.get_manifest(n, path))).await;
+        let Some(m) = copies.into_iter().flatten().flatten().max_by_key(|m| m.version_key()) else {
             continue;
         };
         let f = Arc::new(forge(&m));
         forged += 1;
-        for n in &nodes {
-            if node.put_manifest(n, f.clone()).await.is_ok() {
-                stored += 1;
-            }
-        }
+        let puts = futures::future::join_all(nodes.iter().map(|n| node.put_manifest(n, f.clone()))).await;
+        stored += puts.iter().filter(|r| r.is_ok()).count() as u64;
     }
     tokio::time::sleep(until.saturating_duration_since(Instant::now())).await;
     Ok(format!("manifests_forged={forged} copies_stored={stored}"))

@@ -31,7 +31,7 @@ impl Inner {
             .filter(|(_, p)| p.reachable(m))
             .filter_map(|(id, p)| {
                 let h = p.hello.as_ref()?;
-                (h.role == Role::Storage).then(|| NodeInfo { id: p.node_id.get_or_init(|| NodeId::from(id.to_base58())).clone(), domain: Arc::from(h.domain.as_str()), free_bytes: h.free_bytes })
+                (h.role == Role::Storage).then(|| NodeInfo { id: p.node_id.get_or_init(|| NodeId::from(id.to_base58())).clone(), domain: h.domain.clone(), free_bytes: h.free_bytes })
             })
             .collect();
         if let Some(s) = self.listed_store() {
@@ -74,7 +74,7 @@ impl Inner {
         Hello {
             protocol_version: wire::PROTOCOL_VERSION,
             role: self.cfg.role,
-            domain: self.cfg.domain.clone(),
+            domain: Arc::from(self.cfg.domain.as_str()),
             free_bytes: self.cfg.store.as_ref().map_or(0, |s| s.usage().free_bytes()),
             tombstones: t,
         }

@@ -295,7 +295,7 @@ fn apply(inner: &Arc<Inner>, ev: Event<NodeMeta>, incompatible: &mut HashSet<Nod
                 if !addrs.is_empty() {
                     p.addrs = addrs;
                 }
-                p.hello = Some(Hello { protocol_version: meta.protocol_version, role: meta.role, domain: meta.domain.clone(), free_bytes: meta.free_bytes, tombstones: Vec::new() });
+                p.hello = Some(Hello { protocol_version: meta.protocol_version, role: meta.role, domain: meta.domain.as_str().into(), free_bytes: meta.free_bytes, tombstones: Vec::new() });
                 (joined, restarted)
             };
             if joined {

@@ -360,7 +360,9 @@ pub struct Tombstone {
 pub struct Hello {
     pub protocol_version: u32,
     pub role: Role,
-    pub domain: String,
+    /// Its failure domain; shared, not copied, by every view built from it
+    /// ([`Inner::live`](crate::state::Inner) runs for every lookup and placement).
+    pub domain: std::sync::Arc<str>,
     pub free_bytes: u64,
     /// Recent path, prefix and overwrite deletes (newest first, bounded).
     pub tombstones: Vec<Tombstone>,

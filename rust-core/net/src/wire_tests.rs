@@ -11,7 +11,7 @@ fn block<F: std::future::Future>(f: F) -> F::Output {
 fn a_hello_of_another_protocol_version_is_refused_naming_both() {
     let h = Hello { protocol_version: PROTOCOL_VERSION, role: Role::Storage, domain: "d".into(), free_bytes: 1, tombstones: Vec::new() };
     let mut body = encode(&h);
-    assert_eq!(decode_hello(&body).unwrap().domain, "d");
+    assert_eq!(&*decode_hello(&body).unwrap().domain, "d");
     body[..4].copy_from_slice(&2u32.to_le_bytes());
     let e = decode_hello(&body).unwrap_err();
     assert!(is_protocol_violation(&e), "{e}");

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use fragstate_client::transport::Transport;
 use fragstate_client::Client;
+use fragstate_core::lookup::lookup_candidates;
 use fragstate_core::sample::state_like;
 use fragstate_core::{Error, Result};
 use fragstate_net::key::{generate_cluster_key_text, parse_cluster_key};
@@ -77,6 +78,9 @@ pub(crate) struct BenchSwarmArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=MAX_TIME_DILATION))]
     pub time_dilation: u32,
 }
+
+/// Samples of each control measured beside the restores (a request's round trip, a yield).
+const CONTROL_SAMPLES: usize = 200;
 
 /// The largest `--time-dilation` (the default 3 s suspicion becomes 5 minutes).
 const MAX_TIME_DILATION: i64 = 100;
@@ -187,18 +191,52 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     );
 
     // Restores: every object written, then each read back once.
-    let client = Client::new(Arc::new(client_node.clone()), fragstate_client::ClientConfig { params, ..client_node.client_config(false) })?;
+    let client_config = fragstate_client::ClientConfig { params, ..client_node.client_config(false) };
+    // What ranking the lookup's k + m candidates over that view costs (rendezvous: every node scored).
+    let view = client_node.live_nodes();
+    let rank_us = median(
+        (0..50)
+            .map(|i| {
+                let t = Instant::now();
+                std::hint::black_box(lookup_candidates(format!("swarm/obj-{i}").as_bytes(), &view, params.fragments(), client_config.placement));
+                t.elapsed().as_secs_f64() * 1e6
+            })
+            .collect(),
+    );
+    let client = Client::new(Arc::new(client_node.clone()), client_config)?;
     let data = state_like(a.size as usize);
     for i in 0..a.objects {
         let mut w = client.create(&format!("swarm/obj-{i}"), true).await?;
         w.write(&data).await?;
         w.close().await?;
     }
+    // Two controls beside the restores, in the same process: one request's round trip to a
+    // holder (a manifest, a few hundred bytes: the protocol's work per hop is the same at any
+    // N), and how long a task that yields waits for the runtime's other ready tasks (every
+    // node's, in one process; a node of a real cluster has a process of its own).
+    let written = client.find_manifest("swarm/obj-0").await?.ok_or_else(|| Error::NotFound { path: "swarm/obj-0".into() })?;
+    let holder = written.holders.last().cloned().ok_or_else(|| Error::invalid("holders of swarm/obj-0", 0, "k + m"))?;
+    let mut request_us = Vec::with_capacity(CONTROL_SAMPLES);
+    for _ in 0..CONTROL_SAMPLES {
+        let t = Instant::now();
+        client_node.get_manifest(&holder, &written.path).await?.ok_or_else(|| Error::NotFound { path: written.path.clone() })?;
+        request_us.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    let mut yield_us = Vec::with_capacity(CONTROL_SAMPLES);
+    for _ in 0..CONTROL_SAMPLES {
+        let t = Instant::now();
+        tokio::task::yield_now().await;
+        yield_us.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    let (request_us, yield_us) = (median(request_us), median(yield_us));
+    eprintln!("{name}, {} nodes: a request's round trip to a holder {request_us:.0} µs, a yield {yield_us:.2} µs, the client's view {view_us:.0} µs, ranking k + m candidates over it {rank_us:.0} µs (medians)", a.nodes);
     let before = client.stats();
-    let mut restore_ms = Vec::with_capacity(a.objects);
+    let (mut restore_ms, mut open_ms) = (Vec::with_capacity(a.objects), Vec::with_capacity(a.objects));
     for i in 0..a.objects {
         let t = Instant::now();
         let mut r = client.open(&format!("swarm/obj-{i}")).await?;
+        // the lookup: opening ends once the manifest is found
+        open_ms.push(t.elapsed().as_secs_f64() * 1e3);
         read_and_compare(&mut r, &data, "a restored object").await?;
         restore_ms.push(t.elapsed().as_secs_f64() * 1e3);
     }
@@ -259,7 +297,8 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
         "object_bytes": a.size, "objects": a.objects, "k": params.k(), "m": params.m(),
         "dead_p50_s": round(percentile(&dead, 50).unwrap_or(f64::NAN), 2), "dead_p99_s": round(percentile(&dead, 99).unwrap_or(f64::NAN), 2),
         "dead_max_s": round(dead.last().copied().unwrap_or(f64::NAN), 2), "dead_never": missed,
-        "open_files_idle": open_files, "open_files_limit": open_files_limit(), "client_view_us": round(view_us, 1),
+        "open_files_idle": open_files, "open_files_limit": open_files_limit(), "client_view_us": round(view_us, 1), "client_rank_us": round(rank_us, 1),
+        "restore_lookup_median_ms": round(median(open_ms), 2), "request_rtt_us": round(request_us, 0), "yield_us": round(yield_us, 2),
     });
     // In protocol time (wall time ÷ --time-dilation), and what a node would spend at the real pace.
     let protocol_time = json!({

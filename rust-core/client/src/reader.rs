@@ -43,6 +43,13 @@ impl FragmentSet<'_> {
         FragmentKey { path: self.path.clone(), write_id: self.write_id, index: index as u8 }
     }
 
+    /// The holders live now: asked of each holder, not by building the whole
+    /// view (at 1,000 nodes that was most of what a restore's stripes cost
+    /// the client beyond its requests).
+    fn live_holders(&self, ctx: &Ctx) -> HashSet<NodeId> {
+        self.holders.iter().filter(|h| ctx.transport.is_live(h)).cloned().collect()
+    }
+
     /// Fetches `k` verified cells of `stripe`, never from fragment `skip`.
     /// Holders are asked in [`fetch_order`]: data cells first (decoding them
     /// is a copy) unless this client measured a data holder clearly slower
@@ -55,13 +62,6 @@ impl FragmentSet<'_> {
     /// to yet (a restoring TaskManager just started), must not fail a read
     /// whose cells all exist (each failed read restarts every subtask's
     /// restore in Flink).
-    /// The holders live now: asked of each holder, not by building the whole
-    /// view (at 1,000 nodes that was most of what a restore's stripes cost
-    /// the client beyond its requests).
-    fn live_holders(&self, ctx: &Ctx) -> HashSet<NodeId> {
-        self.holders.iter().filter(|h| ctx.transport.is_live(h)).cloned().collect()
-    }
-
     pub async fn fetch(&self, ctx: &Ctx, stripe: u32, info: &StripeInfo, skip: Option<usize>) -> Result<FetchedStripe> {
         let k = self.codec.params().k();
         let n = self.codec.params().fragments();

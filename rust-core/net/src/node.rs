@@ -147,19 +147,38 @@ impl NetNode {
 
     /// Waits until at least `n` storage nodes are live; the error names both numbers.
     pub async fn wait_for_storage_nodes(&self, n: usize, timeout: Duration) -> Result<()> {
+        if self.wait_for_view(timeout, || self.live_nodes().len() >= n).await {
+            return Ok(());
+        }
+        let live = self.live_nodes().len();
+        Err(Error::NodeUnavailable {
+            node: self.inner.id.clone(),
+            reason: format!("only {live} of the {n} storage nodes needed are live after {} ms", timeout.as_millis()),
+        })
+    }
+
+    /// Waits until `node` is a live storage node here (the number of nodes
+    /// waited for may be reached while one that just left still counts and
+    /// `node` is not known yet); whether it became one within `timeout`.
+    pub async fn wait_for_live_node(&self, node: &NodeId, timeout: Duration) -> bool {
+        self.wait_for_view(timeout, || self.inner.is_live_node(node)).await
+    }
+
+    /// Waits until `ready` holds, asked again at every join or leave and at
+    /// least every 100 ms (a member that becomes reachable again, or a
+    /// hello's change, notifies nobody); whether it did within `timeout`.
+    async fn wait_for_view(&self, timeout: Duration, ready: impl Fn() -> bool) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let notified = self.inner.membership.notified();
-            let live = self.live_nodes().len();
-            if live >= n {
-                return Ok(());
+            if ready() {
+                return true;
             }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return Err(Error::NodeUnavailable {
-                    node: self.inner.id.clone(),
-                    reason: format!("only {live} of the {n} storage nodes needed are live after {} ms", timeout.as_millis()),
-                });
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return false;
             }
+            let _ = tokio::time::timeout_at(deadline.min(now + Duration::from_millis(100)), notified).await;
         }
     }
 

@@ -79,8 +79,32 @@ pub(crate) struct BenchSwarmArgs {
     pub time_dilation: u32,
 }
 
-/// Samples of each control measured beside the restores (a request's round trip, a yield).
+/// Samples of each awaited control measured beside the restores (one request, k + m at once, a yield).
 const CONTROL_SAMPLES: usize = 200;
+
+/// The median time of `samples` calls of `f` (given the call's number), in µs.
+fn median_us(samples: usize, mut f: impl FnMut(usize)) -> f64 {
+    median(
+        (0..samples)
+            .map(|i| {
+                let t = Instant::now();
+                f(i);
+                t.elapsed().as_secs_f64() * 1e6
+            })
+            .collect(),
+    )
+}
+
+/// [`median_us`] of [`CONTROL_SAMPLES`] awaited steps; the first error ends it.
+async fn median_us_async(mut f: impl AsyncFnMut() -> Result<()>) -> Result<f64> {
+    let mut us = Vec::with_capacity(CONTROL_SAMPLES);
+    for _ in 0..CONTROL_SAMPLES {
+        let t = Instant::now();
+        f().await?;
+        us.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    Ok(median(us))
+}
 
 /// The largest `--time-dilation` (the default 3 s suspicion becomes 5 minutes).
 const MAX_TIME_DILATION: i64 = 100;
@@ -180,29 +204,13 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     eprintln!("{name}, {} nodes: since the start, {}", a.nodes, churn_line(&traffic1));
 
     // What the client's whole view costs to build (readers used to build it for every stripe).
-    let view_us = median(
-        (0..50)
-            .map(|_| {
-                let t = Instant::now();
-                std::hint::black_box(client_node.live_nodes());
-                t.elapsed().as_secs_f64() * 1e6
-            })
-            .collect(),
-    );
+    let view_us = median_us(50, |_| drop(std::hint::black_box(client_node.live_nodes())));
 
     // Restores: every object written, then each read back once.
     let client_config = fragstate_client::ClientConfig { params, ..client_node.client_config(false) };
     // What ranking the lookup's k + m candidates over that view costs (rendezvous: every node scored).
     let view = client_node.live_nodes();
-    let rank_us = median(
-        (0..50)
-            .map(|i| {
-                let t = Instant::now();
-                std::hint::black_box(lookup_candidates(format!("swarm/obj-{i}").as_bytes(), &view, params.fragments(), client_config.placement));
-                t.elapsed().as_secs_f64() * 1e6
-            })
-            .collect(),
-    );
+    let rank_us = median_us(50, |i| drop(std::hint::black_box(lookup_candidates(format!("swarm/obj-{i}").as_bytes(), &view, params.fragments(), client_config.placement))));
     let client = Client::new(Arc::new(client_node.clone()), client_config)?;
     let data = state_like(a.size as usize);
     for i in 0..a.objects {
@@ -210,35 +218,26 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
         w.write(&data).await?;
         w.close().await?;
     }
-    // Two controls beside the restores, in the same process: one request's round trip to a
+    // Controls beside the restores, in the same process: one request's round trip to a
     // holder (a manifest, a few hundred bytes: the protocol's work per hop is the same at any
     // N), and how long a task that yields waits for the runtime's other ready tasks (every
     // node's, in one process; a node of a real cluster has a process of its own).
     let written = client.find_manifest("swarm/obj-0").await?.ok_or_else(|| Error::NotFound { path: "swarm/obj-0".into() })?;
     let holder = written.holders.last().cloned().ok_or_else(|| Error::invalid("holders of swarm/obj-0", 0, "k + m"))?;
-    let mut request_us = Vec::with_capacity(CONTROL_SAMPLES);
-    for _ in 0..CONTROL_SAMPLES {
-        let t = Instant::now();
-        client_node.get_manifest(&holder, &written.path).await?.ok_or_else(|| Error::NotFound { path: written.path.clone() })?;
-        request_us.push(t.elapsed().as_secs_f64() * 1e6);
-    }
+    let found = |answer: Result<Option<Arc<fragstate_core::format::Manifest>>>| answer?.map(|_| ()).ok_or_else(|| Error::NotFound { path: written.path.clone() });
+    let request_us = median_us_async(async || found(client_node.get_manifest(&holder, &written.path).await)).await?;
     // The lookup's requests alone: the same k + m at once to the object's holders, without
     // the view and ranking the lookup does first (its time is the slowest answer's).
-    let mut holders_us = Vec::with_capacity(CONTROL_SAMPLES);
-    for _ in 0..CONTROL_SAMPLES {
-        let t = Instant::now();
-        for answer in futures::future::join_all(written.holders.iter().map(|h| client_node.get_manifest(h, &written.path))).await {
-            answer?.ok_or_else(|| Error::NotFound { path: written.path.clone() })?;
-        }
-        holders_us.push(t.elapsed().as_secs_f64() * 1e6);
-    }
-    let mut yield_us = Vec::with_capacity(CONTROL_SAMPLES);
-    for _ in 0..CONTROL_SAMPLES {
-        let t = Instant::now();
+    let holders_us = median_us_async(async || {
+        let answers = futures::future::join_all(written.holders.iter().map(|h| client_node.get_manifest(h, &written.path))).await;
+        answers.into_iter().try_for_each(found)
+    })
+    .await?;
+    let yield_us = median_us_async(async || {
         tokio::task::yield_now().await;
-        yield_us.push(t.elapsed().as_secs_f64() * 1e6);
-    }
-    let (request_us, holders_us, yield_us) = (median(request_us), median(holders_us), median(yield_us));
+        Ok(())
+    })
+    .await?;
     eprintln!("{name}, {} nodes: a request's round trip to a holder {request_us:.0} µs, to all k + m at once {holders_us:.0} µs, a yield {yield_us:.2} µs, the client's view {view_us:.0} µs, ranking k + m candidates over it {rank_us:.0} µs (medians)", a.nodes);
     let before = client.stats();
     let (mut restore_ms, mut open_ms) = (Vec::with_capacity(a.objects), Vec::with_capacity(a.objects));

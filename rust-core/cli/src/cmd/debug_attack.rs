@@ -76,7 +76,13 @@ pub(crate) fn debug_attack(a: AttackArgs) -> Result<()> {
         }
         let node = connect(args, args.wait_nodes.unwrap_or(1)).await?;
         let victim = match &target {
-            Some(t) => live_target(&node, t, args.wait_timeout).await?,
+            Some(t) => {
+                let id = NodeId::from(t.as_str());
+                if !node.wait_for_live_node(&id, args.wait_timeout).await {
+                    return Err(Error::invalid("--target", t, format!("a storage node live within {} s", args.wait_timeout.as_secs())));
+                }
+                id
+            }
             None => node.live_nodes().first().ok_or_else(|| Error::invalid("storage nodes", 0, "≥ 1"))?.id.clone(),
         };
         let peer = peer_id(&victim)?;
@@ -91,22 +97,6 @@ pub(crate) fn debug_attack(a: AttackArgs) -> Result<()> {
         node.shutdown().await;
         Ok(())
     })
-}
-
-/// `target` once this node counts it live, waiting up to `timeout`: the
-/// number of storage nodes waited for may be reached while a node that just
-/// left still counts and the target is not yet known.
-async fn live_target(node: &NetNode, target: &str, timeout: Duration) -> Result<NodeId> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(n) = node.live_nodes().into_iter().find(|n| n.id.as_str() == target) {
-            return Ok(n.id);
-        }
-        if Instant::now() >= deadline {
-            return Err(Error::invalid("--target", target, format!("a storage node live within {} s", timeout.as_secs())));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// A new stream to `peer`, or `None` when the victim does not grant one within a second.

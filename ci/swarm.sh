@@ -25,6 +25,11 @@
 #                                                 # process runs 1,000 nodes without saturating; times and
 #                                                 # rates reported in protocol time (wall ÷ 16), --settle
 #                                                 # and --idle are protocol seconds
+#   ci/swarm.sh --in-process --modes swim --transports memory --nodes 50,1000 --process-nodes 1000 \
+#               --time-dilation 16 --join-rate 10
+#                                                 # every run's process filled to 1,000 nodes with idle nodes
+#                                                 # of a second cluster: 50 nodes measured in a process as
+#                                                 # loaded as 1,000 nodes' (the protocol's share of a growth)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=lib/common.sh

@@ -77,6 +77,14 @@ pub(crate) struct BenchSwarmArgs {
     /// their real pace.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=MAX_TIME_DILATION))]
     pub time_dilation: u32,
+    /// Nodes of a second cluster (a seed of its own, another cluster key)
+    /// started first in the same process, which only idle beside the measured
+    /// one: the process then carries the load of `--nodes` + this many nodes
+    /// while the protocol's cluster has `--nodes`, which tells what of a
+    /// figure's growth with N belongs to the one shared process rather than to
+    /// the protocol (NETWORK.md, "Time-dilated runs").
+    #[arg(long, default_value_t = 0)]
+    pub ballast_nodes: usize,
 }
 
 /// Samples of each awaited control measured beside the restores (one request, k + m at once, a yield).
@@ -138,25 +146,28 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     let timeout = Duration::from_secs(a.timeout);
     let key = parse_cluster_key(&generate_cluster_key_text()?, std::path::Path::new("(generated for the run)"))?;
     let rss_before = rss_bytes();
-    let started = Instant::now();
     let (transport, dilation) = (a.transport, a.time_dilation);
     eprintln!("{name}, {} nodes in one process over {transport:?}, membership timings {dilation}× slower than real (open files allowed: {}; a TCP connection holds two here)", a.nodes, open_files_limit());
-    let start_node = |role, name: &str, bootstrap: &[libp2p::Multiaddr]| start(mode, transport, dilation, &key, role, name.to_string(), bootstrap.to_vec());
-    let seed = start_node(Role::Storage, "n0", &[]).await?;
-    let mut nodes = vec![seed.clone()];
-    for i in 1..a.nodes {
-        if a.join_rate > 0.0 {
-            tokio::time::sleep_until((started + Duration::from_secs_f64(i as f64 / a.join_rate)).into()).await;
-        }
-        nodes.push(start_node(Role::Storage, &format!("n{i}"), &seed.listen_addrs()).await?);
-        if (i + 1) % 100 == 0 {
-            eprintln!("  {} nodes started ({:.1} s)", i + 1, started.elapsed().as_secs_f64());
-        }
-    }
-    let client_node = start_node(Role::Client, "client", &seed.listen_addrs()).await?;
     // Every node's live view costs a vector of N: polled every N ms (at least 50), not every 50,
     // and the progress line (every node's counters) only when it is printed.
-    let poll = Duration::from_millis((a.nodes as u64).max(50));
+    let poll = Duration::from_millis((a.nodes.max(a.ballast_nodes) as u64).max(50));
+    let ballast = if a.ballast_nodes == 0 {
+        Vec::new()
+    } else {
+        let other_key = parse_cluster_key(&generate_cluster_key_text()?, std::path::Path::new("(generated for the ballast)"))?;
+        eprintln!("{name}: first {} ballast nodes, a cluster of their own in this process that only idles", a.ballast_nodes);
+        let ballast = start_cluster(a, &other_key, "b", a.ballast_nodes).await?;
+        let formed = until(timeout, poll, "every ballast node to see every ballast node", |report| {
+            let complete = ballast.iter().filter(|n| n.live_nodes().len() == ballast.len()).count();
+            (complete == ballast.len(), if report { format!("{complete} of {} ballast nodes see all", ballast.len()) } else { String::new() })
+        })
+        .await?;
+        eprintln!("{name}: the ballast formed after {formed:.1?}; now the measured cluster");
+        ballast
+    };
+    let mut nodes = start_cluster(a, &key, "n", a.nodes).await?;
+    let seed = nodes[0].clone();
+    let client_node = start(mode, transport, dilation, &key, Role::Client, "client".into(), seed.listen_addrs()).await?;
     let churn = || churn_line(&nodes.iter().map(|n| n.traffic()).collect::<Vec<_>>());
     let formed_client = until(timeout, poll, "the client to see every storage node", |report| {
         let seen = client_node.live_nodes().len();
@@ -176,7 +187,7 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     // while to die out after the last join; the idle window starts once it has (at 1,000 nodes
     // the drain is tens of seconds of protocol time, and an idle window inside it measures it).
     let drained = until(timeout, poll, "every node to have passed on its news", |report| {
-        let pending: Vec<u64> = nodes.iter().chain([&client_node]).map(|n| n.traffic().news_pending).collect();
+        let pending: Vec<u64> = nodes.iter().chain([&client_node]).chain(&ballast).map(|n| n.traffic().news_pending).collect();
         let busy = pending.iter().filter(|&&p| p > 0).count();
         (busy == 0, if report { format!("{busy} nodes still pass on news, {} updates in all", pending.iter().sum::<u64>()) } else { String::new() })
     })
@@ -188,7 +199,8 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     tokio::time::sleep(wall(a.settle)).await;
 
     // Idle: the process's CPU and every node's connections and membership messages.
-    let population = a.nodes + 1;
+    // The process's CPU and memory are shared by every node in it, the ballast's too.
+    let population = a.nodes + 1 + ballast.len();
     let traffic = || nodes.iter().chain([&client_node]).map(|n| n.traffic()).collect::<Vec<_>>();
     let (t0, cpu0, traffic0) = (Instant::now(), cpu_seconds(), traffic());
     tokio::time::sleep(wall(a.idle)).await;
@@ -196,7 +208,8 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     let rss_per_node = rss_bytes().saturating_sub(rss_before) as f64 / population as f64;
     // Every connection has both its ends in this process: the file limit caps N here, not in a cluster.
     let open_files = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
-    let per_node_rate = |f: &dyn Fn(&Traffic) -> u64| (total(&traffic1, f) - total(&traffic0, f)) as f64 / span / population as f64;
+    let measured_nodes = a.nodes + 1;
+    let per_node_rate = |f: &dyn Fn(&Traffic) -> u64| (total(&traffic1, f) - total(&traffic0, f)) as f64 / span / measured_nodes as f64;
     let mut connected: Vec<usize> = traffic1.iter().map(|t| t.connected_peers).collect();
     connected.sort_unstable();
     let cpu_all = (cpu1 - cpu0) / span;
@@ -276,7 +289,7 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     dead.sort_by(f64::total_cmp);
     let dead_p99 = percentile(&dead, 99).unwrap_or(f64::NAN);
     eprintln!("{name}, {} nodes: the stopped node dead at p99 of the others after {dead_p99:.2} s ({:.2} s of protocol time; {missed} never)", a.nodes, dead_p99 / f);
-    for n in nodes.iter().chain([&client_node]) {
+    for n in nodes.iter().chain([&client_node]).chain(&ballast) {
         n.stop();
     }
     let round = |x: f64, digits: i32| (x * 10f64.powi(digits)).round() / 10f64.powi(digits);
@@ -292,7 +305,7 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
         "here": total(&traffic1, &|t| t.closed_here),
     });
     let mut row = json!({
-        "mode": name, "nodes": a.nodes, "in_process": true, "join_rate": a.join_rate, "transport": format!("{transport:?}").to_lowercase(),
+        "mode": name, "nodes": a.nodes, "ballast_nodes": ballast.len(), "in_process": true, "join_rate": a.join_rate, "transport": format!("{transport:?}").to_lowercase(),
         "formed_client_s": round(formed_client.as_secs_f64(), 2), "formed_all_s": round(formed_all.as_secs_f64(), 2),
         "idle_cpu_all_pct": round(100.0 * cpu_all, 1), "idle_cpu_per_node_pct": round(100.0 * cpu_all / population as f64, 3),
         "membership_msgs_per_node_s": round(per_node_rate(&|t| t.membership_messages_sent), 2),
@@ -324,6 +337,25 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
         row.extend(more);
     }
     Ok(row)
+}
+
+/// `count` storage nodes named `{prefix}0`, `{prefix}1`, … of the cluster of `key`,
+/// started at `--join-rate`, each joining through the first.
+async fn start_cluster(a: &BenchSwarmArgs, key: &PreSharedKey, prefix: &str, count: usize) -> Result<Vec<NetNode>> {
+    let started = Instant::now();
+    let start_node = |name: String, bootstrap| start(a.membership.mode, a.transport, a.time_dilation, key, Role::Storage, name, bootstrap);
+    let seed = start_node(format!("{prefix}0"), Vec::new()).await?;
+    let mut nodes = vec![seed.clone()];
+    for i in 1..count {
+        if a.join_rate > 0.0 {
+            tokio::time::sleep_until((started + Duration::from_secs_f64(i as f64 / a.join_rate)).into()).await;
+        }
+        nodes.push(start_node(format!("{prefix}{i}"), seed.listen_addrs()).await?);
+        if (i + 1) % 100 == 0 {
+            eprintln!("  {} nodes started ({:.1} s)", i + 1, started.elapsed().as_secs_f64());
+        }
+    }
+    Ok(nodes)
 }
 
 async fn start(mode: fragstate_net::Membership, transport: SwarmTransport, dilation: u32, key: &PreSharedKey, role: Role, name: String, bootstrap: Vec<libp2p::Multiaddr>) -> Result<NetNode> {

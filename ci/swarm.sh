@@ -25,11 +25,12 @@
 #                                                 # process runs 1,000 nodes without saturating; times and
 #                                                 # rates reported in protocol time (wall ÷ 16), --settle
 #                                                 # and --idle are protocol seconds
-#   ci/swarm.sh --in-process --modes swim --transports memory --nodes 50,1000 --process-nodes 1000 \
+#   ci/swarm.sh --in-process --modes swim --transports memory --nodes 1000 --control-nodes 50 \
 #               --time-dilation 16 --join-rate 10
-#                                                 # every run's process filled to 1,000 nodes with idle nodes
-#                                                 # of a second cluster: 50 nodes measured in a process as
-#                                                 # loaded as 1,000 nodes' (the protocol's share of a growth)
+#                                                 # a control cluster of 50 nodes in the same process, its
+#                                                 # restores alternating with the 1,000 nodes': the ratio of
+#                                                 # their medians is the protocol's growth with N, measured
+#                                                 # side by side (NETWORK.md "Time-dilated runs")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=lib/common.sh

@@ -16,9 +16,9 @@ requests and time) and how long a stopped node takes to be dead at every other n
 swarm-in-process.png. --time-dilation F runs every membership timing F times slower, so that one
 process on two cores holds sizes that storm at the real pace; the table then gives times and rates
 in protocol time (wall time ÷ F) and the idle CPU a node would need at the real pace (F × measured).
---process-nodes P fills every run's process to P nodes with idle nodes of a second cluster, so that
-a small cluster is measured in a process as loaded as the largest one's: what then still differs
-between sizes is the protocol's, not the shared process's.
+--control-nodes C runs a second cluster of C nodes in every run's process whose restores alternate
+with the measured cluster's: both sizes share one process and the machine's moment, so the ratio
+of their restore times is what the protocol adds with N (columns CONTROL_COLUMNS).
 Usage: see ci/swarm.sh.
 """
 
@@ -213,7 +213,6 @@ COLUMNS = [
 
 IN_PROCESS_COLUMNS = [
     ("mode", "membership"), ("nodes", "nodes"), ("transport", "transport"), ("time_dilation", "time dilation"),
-    ("ballast_nodes", "idle nodes of another cluster in the process"),
     ("formed_all_protocol_s", "formed: every node sees all (s of protocol time)"),
     ("idle_cpu_per_node_at_real_pace_pct", "idle CPU per node at the real pace (% of a core)"),
     ("membership_msgs_per_node_protocol_s", "membership messages sent per node/s"),
@@ -231,23 +230,29 @@ IN_PROCESS_COLUMNS = [
 ]
 
 
+# With --control-nodes: the control cluster's restores, alternating with the measured cluster's in one process.
+CONTROL_COLUMNS = [
+    ("control_nodes", "control cluster's nodes"),
+    ("control_restore_median_ms", "its restore median (ms)"), ("control_restore_lookup_median_ms", "its lookup, median (ms)"),
+    ("restore_ratio_to_control", "restore median ÷ the control's"),
+]
+
+
 def run_in_process(binary, mode, n, settle, idle, objects, size, strict, transport="tcp", join_rate=0.0, timeout=300,
-                   time_dilation=1, process_nodes=0):
+                   time_dilation=1, control_nodes=0):
     """One `fragstate bench swarm` run; its JSON row. With `strict`, a run whose stopped node some
     node never found dead, or whose steady-state restores needed more than k + m lookup requests,
-    fails (the bytes read back are compared by the run itself). With `process_nodes` above `n`, the
-    process also runs `process_nodes - n` idle nodes of a second cluster (`--ballast-nodes`)."""
+    fails (the bytes read back are compared by the run itself). With `control_nodes`, a second
+    cluster of that size restores beside it in the same process (`--control-nodes`)."""
     cmd = [binary, "bench", "swarm", "--membership", mode, "--nodes", str(n), "--settle", str(settle),
            "--idle", str(idle), "--objects", str(objects), "--size", size, "--transport", transport,
            "--join-rate", str(join_rate), "--timeout", str(timeout), "--time-dilation", str(time_dilation),
-           "--ballast-nodes", str(max(0, process_nodes - n))]
+           "--control-nodes", str(control_nodes)]
     log(" ".join(cmd))
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None, text=True)
     if p.returncode != 0:
         raise RunFailed(f"fragstate bench swarm exited with {p.returncode}")
     row = json.loads(p.stdout.strip().splitlines()[-1])
-    if process_nodes:
-        row["process_nodes"] = max(n, process_nodes)
     log(f"{mode}, {n} nodes in one process over {transport}: {json.dumps(row)}")
     if strict and row["dead_never"] > 0:
         raise RunFailed(f"{row['dead_never']} nodes never found the stopped node dead")
@@ -257,16 +262,17 @@ def run_in_process(binary, mode, n, settle, idle, objects, size, strict, transpo
 
 
 # The columns that name a run's series (one line per series in the plots), not a measurement.
-SERIES_KEYS = ("mode", "nodes", "transport", "time_dilation", "ballast_nodes")
+SERIES_KEYS = ("mode", "nodes", "transport", "time_dilation", "control_nodes")
 
 
 def series(row):
     """The plot line of a row: its membership mode, the transport when it is not TCP, the time
-    dilation when there is one, and the nodes in the process when it was filled (--process-nodes)."""
+    dilation when there is one, and the control cluster's size when there is one."""
     transport, dilation = row.get("transport", "tcp"), row.get("time_dilation", 1)
     name = row["mode"] if transport == "tcp" else f"{row['mode']}, {transport} transport"
     name = name if dilation == 1 else f"{name}, timings {dilation}× slower"
-    return name if "process_nodes" not in row else f"{name}, {row['process_nodes']:,} nodes in the process"
+    control = row.get("control_nodes", 0)
+    return name if not control else f"{name}, beside a control cluster of {control:,}"
 
 
 def write_results(rows, out, meta, columns=None, plot="swarm.png"):
@@ -280,7 +286,7 @@ def write_results(rows, out, meta, columns=None, plot="swarm.png"):
             lead = [r["mode"], f"{r['nodes']:,}"] + ([r.get("transport", "tcp"), str(r.get("time_dilation", 1))] if columns[2][0] == "transport" else [])
             lines.append("| " + " | ".join(lead) + f" | failed: {r['failed'][:160]} |" + " |" * (len(columns) - len(lead) - 1))
             continue
-        lines.append("| " + " | ".join(f"{r[k]:,}" if isinstance(r[k], (int, float)) else str(r[k]) for k, _ in columns) + " |")
+        lines.append("| " + " | ".join(f"{r[k]:,}" if isinstance(r.get(k), (int, float)) else str(r.get(k, "")) for k, _ in columns) + " |")
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -296,7 +302,7 @@ def write_results(rows, out, meta, columns=None, plot="swarm.png"):
     fig, axes = plt.subplots(rows_of_plots, 4, figsize=(16, 3.4 * rows_of_plots))
     for ax, key in zip(axes.flat, metrics):
         for name in sorted({series(r) for r in rows}):
-            pts = sorted((r["nodes"], r[key]) for r in rows if series(r) == name and "failed" not in r)
+            pts = sorted((r["nodes"], r[key]) for r in rows if series(r) == name and key in r)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
         ax.set_xscale("log")
         ax.set_xlabel("storage nodes" if plot != "swarm.png" else "storage node processes")
@@ -330,9 +336,9 @@ def main():
                     help="--in-process: largest TCP run (both ends of each connection hold a file in the one process)")
     ap.add_argument("--timeout", type=int, default=300,
                     help="--in-process: seconds a run waits for its cluster to form (1,000 nodes in one process need minutes)")
-    ap.add_argument("--process-nodes", type=int, default=0,
-                    help="--in-process: fill each run's process to this many nodes with idle nodes of a second cluster, "
-                         "so that every size runs in a process as loaded as the largest (0: no filling)")
+    ap.add_argument("--control-nodes", type=int, default=0,
+                    help="--in-process: a second cluster of this many nodes in each run's process, its restores "
+                         "alternating with the measured cluster's (the ratio: the protocol's growth with N; 0: none)")
     ap.add_argument("--time-dilation", type=int, default=1,
                     help="--in-process: membership timings this many times slower (1: the real pace; see fragstate bench swarm --help)")
     a = ap.parse_args()
@@ -357,7 +363,7 @@ def main():
                 try:
                     if a.in_process:
                         rows.append(run_in_process(a.bin, mode, n, a.settle, a.idle, a.objects, a.size, a.strict, transport,
-                                                    a.join_rate, a.timeout, a.time_dilation, a.process_nodes))
+                                                    a.join_rate, a.timeout, a.time_dilation, a.control_nodes))
                     else:
                         rows.append(run_one(a.bin, mode, n, a.settle, a.idle))
                 except RunFailed as e:
@@ -365,10 +371,11 @@ def main():
                     rows.append({"mode": mode, "nodes": n, "transport": transport, "time_dilation": a.time_dilation, "failed": str(e)})
                     break
     meta = {"cores": os.cpu_count(), "settle_s": a.settle, "idle_s": a.idle, "in_process": a.in_process, "join_rate": a.join_rate,
-            "time_dilation": a.time_dilation, "process_nodes": a.process_nodes,
+            "time_dilation": a.time_dilation, "control_nodes": a.control_nodes,
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     if a.in_process:
-        write_results(rows, a.out, meta, IN_PROCESS_COLUMNS, "swarm-in-process.png")
+        columns = IN_PROCESS_COLUMNS + (CONTROL_COLUMNS if a.control_nodes else [])
+        write_results(rows, a.out, meta, columns, "swarm-in-process.png")
     else:
         write_results(rows, a.out, meta)
     if a.strict and any("failed" in r for r in rows):

@@ -77,14 +77,14 @@ pub(crate) struct BenchSwarmArgs {
     /// their real pace.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=MAX_TIME_DILATION))]
     pub time_dilation: u32,
-    /// Nodes of a second cluster (a seed of its own, another cluster key)
-    /// started first in the same process, which only idle beside the measured
-    /// one: the process then carries the load of `--nodes` + this many nodes
-    /// while the protocol's cluster has `--nodes`, which tells what of a
-    /// figure's growth with N belongs to the one shared process rather than to
-    /// the protocol (NETWORK.md, "Time-dilated runs").
+    /// Storage nodes of a second, separate cluster (a seed and a client of its
+    /// own, another cluster key) started first in the same process; its
+    /// restores alternate with the measured cluster's, one by one. Both sizes
+    /// then share one process, its load and the machine's moment, so the ratio
+    /// of their restore times is the protocol's growth with N, apart from what
+    /// the one shared process adds (NETWORK.md, "Time-dilated runs"). 0: none.
     #[arg(long, default_value_t = 0)]
-    pub ballast_nodes: usize,
+    pub control_nodes: usize,
 }
 
 /// Samples of each awaited control measured beside the restores (one request, k + m at once, a yield).
@@ -150,21 +150,26 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     eprintln!("{name}, {} nodes in one process over {transport:?}, membership timings {dilation}× slower than real (open files allowed: {}; a TCP connection holds two here)", a.nodes, open_files_limit());
     // Every node's live view costs a vector of N: polled every N ms (at least 50), not every 50,
     // and the progress line (every node's counters) only when it is printed.
-    let poll = Duration::from_millis((a.nodes.max(a.ballast_nodes) as u64).max(50));
-    let ballast = if a.ballast_nodes == 0 {
-        Vec::new()
+    let poll = Duration::from_millis((a.nodes.max(a.control_nodes) as u64).max(50));
+    let control = if a.control_nodes == 0 {
+        None
     } else {
-        let other_key = parse_cluster_key(&generate_cluster_key_text()?, std::path::Path::new("(generated for the ballast)"))?;
-        eprintln!("{name}: first {} ballast nodes, a cluster of their own in this process that only idles", a.ballast_nodes);
-        let ballast = start_cluster(a, &other_key, "b", a.ballast_nodes).await?;
-        let formed = until(timeout, poll, "every ballast node to see every ballast node", |report| {
-            let complete = ballast.iter().filter(|n| n.live_nodes().len() == ballast.len()).count();
-            (complete == ballast.len(), if report { format!("{complete} of {} ballast nodes see all", ballast.len()) } else { String::new() })
+        if a.control_nodes <= params.fragments() {
+            return Err(Error::invalid("control-nodes", a.control_nodes, format!("0 or > k + m = {}", params.fragments())));
+        }
+        let control_key = parse_cluster_key(&generate_cluster_key_text()?, std::path::Path::new("(generated for the control cluster)"))?;
+        eprintln!("{name}: first a control cluster of {} nodes in this process, whose restores alternate with the measured cluster's", a.control_nodes);
+        let nodes = start_cluster(a, &control_key, "c", a.control_nodes).await?;
+        let client = start(mode, transport, dilation, &control_key, Role::Client, "control-client".into(), nodes[0].listen_addrs()).await?;
+        let formed = until(timeout, poll, "every control node and its client to see every control node", |report| {
+            let complete = nodes.iter().chain([&client]).filter(|n| n.live_nodes().len() == nodes.len()).count();
+            (complete == nodes.len() + 1, if report { format!("{complete} of {} see all", nodes.len() + 1) } else { String::new() })
         })
         .await?;
-        eprintln!("{name}: the ballast formed after {formed:.1?}; now the measured cluster");
-        ballast
+        eprintln!("{name}: the control cluster formed after {formed:.1?}; now the measured cluster");
+        Some((nodes, client))
     };
+    let control_nodes: Vec<&NetNode> = control.iter().flat_map(|(nodes, client)| nodes.iter().chain([client])).collect();
     let mut nodes = start_cluster(a, &key, "n", a.nodes).await?;
     let seed = nodes[0].clone();
     let client_node = start(mode, transport, dilation, &key, Role::Client, "client".into(), seed.listen_addrs()).await?;
@@ -187,7 +192,7 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     // while to die out after the last join; the idle window starts once it has (at 1,000 nodes
     // the drain is tens of seconds of protocol time, and an idle window inside it measures it).
     let drained = until(timeout, poll, "every node to have passed on its news", |report| {
-        let pending: Vec<u64> = nodes.iter().chain([&client_node]).chain(&ballast).map(|n| n.traffic().news_pending).collect();
+        let pending: Vec<u64> = nodes.iter().chain([&client_node]).chain(control_nodes.iter().copied()).map(|n| n.traffic().news_pending).collect();
         let busy = pending.iter().filter(|&&p| p > 0).count();
         (busy == 0, if report { format!("{busy} nodes still pass on news, {} updates in all", pending.iter().sum::<u64>()) } else { String::new() })
     })
@@ -199,8 +204,8 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     tokio::time::sleep(wall(a.settle)).await;
 
     // Idle: the process's CPU and every node's connections and membership messages.
-    // The process's CPU and memory are shared by every node in it, the ballast's too.
-    let population = a.nodes + 1 + ballast.len();
+    // The process's CPU and memory are shared by every node in it, the control cluster's too.
+    let population = a.nodes + 1 + control_nodes.len();
     let traffic = || nodes.iter().chain([&client_node]).map(|n| n.traffic()).collect::<Vec<_>>();
     let (t0, cpu0, traffic0) = (Instant::now(), cpu_seconds(), traffic());
     tokio::time::sleep(wall(a.idle)).await;
@@ -224,12 +229,18 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     // What ranking the lookup's k + m candidates over that view costs (rendezvous: every node scored).
     let view = client_node.live_nodes();
     let rank_us = median_us(50, |i| drop(std::hint::black_box(lookup_candidates(format!("swarm/obj-{i}").as_bytes(), &view, params.fragments(), client_config.placement))));
-    let client = Client::new(Arc::new(client_node.clone()), client_config)?;
+    let client = Client::new(Arc::new(client_node.clone()), client_config.clone())?;
+    let control_client = match &control {
+        Some((_, node)) => Some(Client::new(Arc::new(node.clone()), fragstate_client::ClientConfig { params, ..node.client_config(false) })?),
+        None => None,
+    };
     let data = state_like(a.size as usize);
-    for i in 0..a.objects {
-        let mut w = client.create(&format!("swarm/obj-{i}"), true).await?;
-        w.write(&data).await?;
-        w.close().await?;
+    for c in [Some(&client), control_client.as_ref()].into_iter().flatten() {
+        for i in 0..a.objects {
+            let mut w = c.create(&format!("swarm/obj-{i}"), true).await?;
+            w.write(&data).await?;
+            w.close().await?;
+        }
     }
     // Controls beside the restores, in the same process: one request's round trip to a
     // holder (a manifest, a few hundred bytes: the protocol's work per hop is the same at any
@@ -253,22 +264,32 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     .await?;
     eprintln!("{name}, {} nodes: a request's round trip to a holder {request_us:.0} µs, to all k + m at once {holders_us:.0} µs, a yield {yield_us:.2} µs, the client's view {view_us:.0} µs, ranking k + m candidates over it {rank_us:.0} µs (medians)", a.nodes);
     let before = client.stats();
-    let (mut restore_ms, mut open_ms) = (Vec::with_capacity(a.objects), Vec::with_capacity(a.objects));
+    let (mut restores, mut control_restores) = (Restores::default(), Restores::default());
     for i in 0..a.objects {
-        let t = Instant::now();
-        let mut r = client.open(&format!("swarm/obj-{i}")).await?;
-        // the lookup: opening ends once the manifest is found
-        open_ms.push(t.elapsed().as_secs_f64() * 1e3);
-        read_and_compare(&mut r, &data, "a restored object").await?;
-        restore_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        // With a control cluster, the two alternate which goes first.
+        if let (Some(c), true) = (&control_client, i % 2 == 1) {
+            control_restores.restore(c, i, &data).await?;
+        }
+        restores.restore(&client, i, &data).await?;
+        if let (Some(c), true) = (&control_client, i % 2 == 0) {
+            control_restores.restore(c, i, &data).await?;
+        }
     }
     let after = client.stats();
     let lookups = (after.manifest_lookups - before.manifest_lookups).max(1) as f64;
     let requests_per_restore = (after.manifest_requests - before.manifest_requests) as f64 / lookups;
     let first_round_share = (after.manifest_lookups_by_path - before.manifest_lookups_by_path) as f64 / lookups;
-    restore_ms.sort_by(f64::total_cmp);
-    let restore_median = median(restore_ms.clone());
+    let restore_median = restores.median_ms();
     eprintln!("{name}, {} nodes: restore median {restore_median:.1} ms, {requests_per_restore:.1} lookup requests each", a.nodes);
+    if control.is_some() {
+        eprintln!(
+            "{name}, {} nodes: the control cluster's ({} nodes) restores, alternating with these, median {:.1} ms: {:.2}× ",
+            a.nodes,
+            a.control_nodes,
+            control_restores.median_ms(),
+            restore_median / control_restores.median_ms()
+        );
+    }
 
     // A node stops answering (as when killed): when does each other node count it dead?
     let stopped = nodes.pop().expect("more than k + m nodes");
@@ -289,7 +310,7 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     dead.sort_by(f64::total_cmp);
     let dead_p99 = percentile(&dead, 99).unwrap_or(f64::NAN);
     eprintln!("{name}, {} nodes: the stopped node dead at p99 of the others after {dead_p99:.2} s ({:.2} s of protocol time; {missed} never)", a.nodes, dead_p99 / f);
-    for n in nodes.iter().chain([&client_node]).chain(&ballast) {
+    for n in nodes.iter().chain([&client_node]).chain(control_nodes.iter().copied()) {
         n.stop();
     }
     let round = |x: f64, digits: i32| (x * 10f64.powi(digits)).round() / 10f64.powi(digits);
@@ -305,7 +326,7 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
         "here": total(&traffic1, &|t| t.closed_here),
     });
     let mut row = json!({
-        "mode": name, "nodes": a.nodes, "ballast_nodes": ballast.len(), "in_process": true, "join_rate": a.join_rate, "transport": format!("{transport:?}").to_lowercase(),
+        "mode": name, "nodes": a.nodes, "control_nodes": a.control_nodes, "in_process": true, "join_rate": a.join_rate, "transport": format!("{transport:?}").to_lowercase(),
         "formed_client_s": round(formed_client.as_secs_f64(), 2), "formed_all_s": round(formed_all.as_secs_f64(), 2),
         "idle_cpu_all_pct": round(100.0 * cpu_all, 1), "idle_cpu_per_node_pct": round(100.0 * cpu_all / population as f64, 3),
         "membership_msgs_per_node_s": round(per_node_rate(&|t| t.membership_messages_sent), 2),
@@ -314,13 +335,13 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
         "dials_per_node_s_idle": dials_idle, "dials_since_start": dials_total, "connections_closed_since_start": closed_total,
         "connected_peers_p50": percentile(&connected, 50), "connected_peers_p99": percentile(&connected, 99),
         "connected_peers_max": connected.last(), "rss_per_node_mib": round(rss_per_node / f64::from(1 << 20), 2),
-        "restore_median_ms": round(restore_median, 1), "restore_p90_ms": round(percentile(&restore_ms, 90).unwrap_or(f64::NAN), 1),
+        "restore_median_ms": round(restore_median, 1), "restore_p90_ms": round(restores.p90_ms(), 1),
         "lookup_requests_per_restore": round(requests_per_restore, 2), "restores_settled_first_round": round(first_round_share, 3),
         "object_bytes": a.size, "objects": a.objects, "k": params.k(), "m": params.m(),
         "dead_p50_s": round(percentile(&dead, 50).unwrap_or(f64::NAN), 2), "dead_p99_s": round(percentile(&dead, 99).unwrap_or(f64::NAN), 2),
         "dead_max_s": round(dead.last().copied().unwrap_or(f64::NAN), 2), "dead_never": missed,
         "open_files_idle": open_files, "open_files_limit": open_files_limit(), "client_view_us": round(view_us, 1), "client_rank_us": round(rank_us, 1),
-        "restore_lookup_median_ms": round(median(open_ms), 2), "request_rtt_us": round(request_us, 0), "holders_rtt_us": round(holders_us, 0), "yield_us": round(yield_us, 2),
+        "restore_lookup_median_ms": round(median(restores.lookup_ms.clone()), 2), "request_rtt_us": round(request_us, 0), "holders_rtt_us": round(holders_us, 0), "yield_us": round(yield_us, 2),
     });
     // In protocol time (wall time ÷ --time-dilation), and what a node would spend at the real pace.
     let protocol_time = json!({
@@ -336,7 +357,45 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     if let (Some(row), serde_json::Value::Object(more)) = (row.as_object_mut(), protocol_time) {
         row.extend(more);
     }
+    if let (Some(row), true) = (row.as_object_mut(), control.is_some()) {
+        let control_median = control_restores.median_ms();
+        row.extend([
+            ("control_restore_median_ms".to_string(), json!(round(control_median, 1))),
+            ("control_restore_p90_ms".to_string(), json!(round(control_restores.p90_ms(), 1))),
+            ("control_restore_lookup_median_ms".to_string(), json!(round(median(control_restores.lookup_ms.clone()), 2))),
+            ("restore_ratio_to_control".to_string(), json!(round(restore_median / control_median, 2))),
+        ]);
+    }
     Ok(row)
+}
+
+/// One cluster's restore times (ms): whole, and the lookup (opening ends once the manifest is found).
+#[derive(Default)]
+struct Restores {
+    total_ms: Vec<f64>,
+    lookup_ms: Vec<f64>,
+}
+
+impl Restores {
+    /// Restores `swarm/obj-{i}` through `client`, compares its bytes with `data` and records the times.
+    async fn restore(&mut self, client: &Client, i: usize, data: &[u8]) -> Result<()> {
+        let t = Instant::now();
+        let mut r = client.open(&format!("swarm/obj-{i}")).await?;
+        self.lookup_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        read_and_compare(&mut r, data, "a restored object").await?;
+        self.total_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        Ok(())
+    }
+
+    fn median_ms(&self) -> f64 {
+        median(self.total_ms.clone())
+    }
+
+    fn p90_ms(&self) -> f64 {
+        let mut sorted = self.total_ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        percentile(&sorted, 90).unwrap_or(f64::NAN)
+    }
 }
 
 /// `count` storage nodes named `{prefix}0`, `{prefix}1`, … of the cluster of `key`,

@@ -57,8 +57,8 @@ t0=$SECONDS
 FRAGSTATE_CARGO_PROFILE=ci ci/swarm.sh --quick --out "target/swarm-quick/$(date -u +%Y%m%d-%H%M%S)"
 step "Swarm runs in one process, quick variant: ci/swarm.sh --quick --in-process --transports tcp,memory (8 nodes per mode and transport)"
 FRAGSTATE_CARGO_PROFILE=ci ci/swarm.sh --quick --in-process --transports tcp,memory --out "target/swarm-quick/in-process-$(date -u +%Y%m%d-%H%M%S)"
-step "Swarm runs in one process with dilated time, quick variant: ci/swarm.sh --quick --in-process --modes swim --transports memory --time-dilation 2"
-FRAGSTATE_CARGO_PROFILE=ci ci/swarm.sh --quick --in-process --modes swim --transports memory --time-dilation 2 --out "target/swarm-quick/dilated-$(date -u +%Y%m%d-%H%M%S)"
+step "Swarm runs in one process with dilated time and a control cluster, quick variant: ci/swarm.sh --quick --in-process --modes swim --transports memory --time-dilation 2 --control-nodes 8"
+FRAGSTATE_CARGO_PROFILE=ci ci/swarm.sh --quick --in-process --modes swim --transports memory --time-dilation 2 --control-nodes 8 --out "target/swarm-quick/dilated-$(date -u +%Y%m%d-%H%M%S)"
 echo "swarm quick variant took $((SECONDS - t0)) s"
 
 # the checkpoint-interval policies simulated, quick variant (issue 15): fragstate tune --simulate over 5 seeded

@@ -223,6 +223,8 @@ IN_PROCESS_COLUMNS = [
     ("lookup_requests_per_restore", "lookup requests per restore"),
     ("restores_settled_first_round", "restores settled in one round trip"),
     ("restore_median_ms", "restore median (ms)"), ("restore_lookup_median_ms", "its lookup, median (ms)"),
+    ("restore_wall_ms_each", "restores' wall time each (ms)"), ("restore_cpu_ms_each", "the process's CPU per restore (ms)"),
+    ("restore_minor_faults_each", "minor page faults per restore"),
     ("request_rtt_us", "one request's round trip to a holder, median (µs)"),
     ("holders_rtt_us", "k + m requests at once to the holders, median (µs)"), ("yield_us", "a yield in the shared runtime, median (µs)"),
     ("client_view_us", "the client's view, built (µs)"), ("client_rank_us", "k + m candidates ranked over it (µs)"),

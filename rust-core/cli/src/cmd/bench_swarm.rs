@@ -5,8 +5,11 @@
 //! size and plots the rows). Phases: the cluster forms through one seed, an
 //! idle window (CPU, membership messages, connections, memory), restores of
 //! objects written by the client (lookup requests, round trips, time), and a
-//! stopped node (how long until every other node counts it dead). Prints
-//! progress on stderr and one JSON object on stdout.
+//! stopped node (how long until every other node counts it dead). With
+//! `--control-nodes`, a second, smaller cluster in the same process restores
+//! its objects alternating with the measured cluster's, so that the two sizes
+//! are compared side by side on a noisy machine. Prints progress on stderr and
+//! one JSON object on stdout.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -264,6 +267,7 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     .await?;
     eprintln!("{name}, {} nodes: a request's round trip to a holder {request_us:.0} µs, to all k + m at once {holders_us:.0} µs, a yield {yield_us:.2} µs, the client's view {view_us:.0} µs, ranking k + m candidates over it {rank_us:.0} µs (medians)", a.nodes);
     let before = client.stats();
+    let (faults0, cpu_restores0, restores_t0) = (page_faults(), cpu_seconds(), Instant::now());
     let (mut restores, mut control_restores) = (Restores::default(), Restores::default());
     for i in 0..a.objects {
         // With a control cluster, the two alternate which goes first.
@@ -275,6 +279,13 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
             control_restores.restore(c, i, &data).await?;
         }
     }
+    // What the restores cost the process: page faults (a first touch of memory) and CPU per restore.
+    let (faults1, restores_done) = (page_faults(), (restores.total_ms.len() + control_restores.total_ms.len()).max(1) as f64);
+    let minor_faults_per_restore = (faults1.0 - faults0.0) as f64 / restores_done;
+    let major_faults = faults1.1 - faults0.1;
+    let cpu_per_restore_ms = (cpu_seconds() - cpu_restores0) * 1e3 / restores_done;
+    let restores_wall_ms = restores_t0.elapsed().as_secs_f64() * 1e3 / restores_done;
+    eprintln!("{name}, {} nodes: the restores took {restores_wall_ms:.1} ms each of wall time, {cpu_per_restore_ms:.1} ms of the process's CPU (all nodes; 10 ms ticks), {minor_faults_per_restore:.0} minor page faults, {major_faults} major in all", a.nodes);
     let after = client.stats();
     let lookups = (after.manifest_lookups - before.manifest_lookups).max(1) as f64;
     let requests_per_restore = (after.manifest_requests - before.manifest_requests) as f64 / lookups;
@@ -354,8 +365,14 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
         "membership_bytes_per_node_protocol_s": round(f * per_node_rate(&|t| t.membership_bytes_sent), 0),
         "dead_p50_protocol_s": protocol(percentile(&dead, 50).unwrap_or(f64::NAN)), "dead_p99_protocol_s": protocol(dead_p99),
     });
-    if let (Some(row), serde_json::Value::Object(more)) = (row.as_object_mut(), protocol_time) {
-        row.extend(more);
+    let restore_costs = json!({
+        "restore_wall_ms_each": round(restores_wall_ms, 2), "restore_cpu_ms_each": round(cpu_per_restore_ms, 2),
+        "restore_minor_faults_each": round(minor_faults_per_restore, 0), "restore_major_faults": major_faults,
+    });
+    for more in [protocol_time, restore_costs] {
+        if let (Some(row), serde_json::Value::Object(more)) = (row.as_object_mut(), more) {
+            row.extend(more);
+        }
     }
     if let (Some(row), true) = (row.as_object_mut(), control.is_some()) {
         let control_median = control_restores.median_ms();
@@ -482,15 +499,25 @@ fn total(traffic: &[Traffic], f: &dyn Fn(&Traffic) -> u64) -> u64 {
 /// How often a long wait prints where it stands.
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
-/// User plus system CPU seconds of this process (/proc/self/stat; 0 elsewhere).
-fn cpu_seconds() -> f64 {
+/// The numeric fields of /proc/self/stat after the state (empty elsewhere):
+/// field n of proc(5) is at index n - 4.
+fn proc_stat() -> Vec<u64> {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which may hold spaces) start at field 3.
+    // Fields after the command name (which may hold spaces) start at field 3, the state (a letter, not parsed).
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<u64> = rest.split_whitespace().filter_map(|x| x.parse().ok()).collect();
-    // utime and stime are fields 14 and 15: 11 and 12 after the state (a letter, not parsed).
-    let ticks = f.get(10).copied().unwrap_or(0) + f.get(11).copied().unwrap_or(0);
-    ticks as f64 / USER_HZ
+    rest.split_whitespace().filter_map(|x| x.parse().ok()).collect()
+}
+
+/// User plus system CPU seconds of this process (utime and stime, fields 14 and 15).
+fn cpu_seconds() -> f64 {
+    let f = proc_stat();
+    (f.get(10).copied().unwrap_or(0) + f.get(11).copied().unwrap_or(0)) as f64 / USER_HZ
+}
+
+/// Page faults of this process so far: minor and major (minflt and majflt, fields 10 and 12).
+fn page_faults() -> (u64, u64) {
+    let f = proc_stat();
+    (f.get(6).copied().unwrap_or(0), f.get(8).copied().unwrap_or(0))
 }
 
 /// Clock ticks per second of /proc's CPU times: 100 on every Linux architecture this builds for.

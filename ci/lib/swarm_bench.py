@@ -235,7 +235,8 @@ IN_PROCESS_COLUMNS = [
 # With --control-nodes: the control cluster's restores, alternating with the measured cluster's in one process.
 CONTROL_COLUMNS = [
     ("control_nodes", "control cluster's nodes"),
-    ("control_restore_median_ms", "its restore median (ms)"), ("control_restore_lookup_median_ms", "its lookup, median (ms)"),
+    ("control_restore_median_ms", "control cluster's restore median (ms)"),
+    ("control_restore_lookup_median_ms", "control cluster's lookup, median (ms)"),
     ("restore_ratio_to_control", "restore median ÷ the control's"),
 ]
 
@@ -310,10 +311,14 @@ def write_results(rows, out, meta, columns=None, plot="swarm.png"):
         ax.set_xlabel("storage nodes" if plot != "swarm.png" else "storage node processes")
         title = dict(columns)[key]
         ax.set_title(title if title != "p99" else dict(columns)[key.replace("p99", "p50")].replace("p50", "p99"), fontsize=9)
-        ax.legend(fontsize=8)
+    for ax in list(axes.flat)[len(metrics):]:
+        ax.set_visible(False)
+    # One legend for the figure: the series' names are long, and every plot has the same ones.
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 3), fontsize=9)
     where = "all nodes in one process" if plot != "swarm.png" else "one process per node"
     fig.suptitle(f"fragstate swarm runs on one {os.cpu_count()}-core machine (loopback, {where}): mesh vs SWIM membership")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.03, 1, 0.97))
     fig.savefig(os.path.join(out, plot), dpi=80)
     log(f"written: {out}/table.md, summary.json, {plot}")
 

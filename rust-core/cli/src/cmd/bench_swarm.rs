@@ -499,19 +499,20 @@ fn total(traffic: &[Traffic], f: &dyn Fn(&Traffic) -> u64) -> u64 {
 /// How often a long wait prints where it stands.
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
-/// The numeric fields of /proc/self/stat after the state (empty elsewhere):
-/// field n of proc(5) is at index n - 4.
-fn proc_stat() -> Vec<u64> {
+/// Field `n` (1-based, as proc(5) counts) of /proc/self/stat, for `n` ≥ 3 (0 when absent).
+/// Every field after the command name counts, negative ones too (`tpgid` is -1
+/// without a controlling terminal: skipping it, as this did until 2026-12-08,
+/// shifted every later field by one, so "CPU" read stime + cutime).
+fn proc_stat_field(n: usize) -> u64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which may hold spaces) start at field 3, the state (a letter, not parsed).
+    // The command name may hold spaces and parentheses: fields start after the last ')', at field 3.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    rest.split_whitespace().filter_map(|x| x.parse().ok()).collect()
+    rest.split_whitespace().nth(n.saturating_sub(3)).and_then(|x| x.parse().ok()).unwrap_or(0)
 }
 
 /// User plus system CPU seconds of this process (utime and stime, fields 14 and 15).
 fn cpu_seconds() -> f64 {
-    let f = proc_stat();
-    (f.get(10).copied().unwrap_or(0) + f.get(11).copied().unwrap_or(0)) as f64 / USER_HZ
+    (proc_stat_field(14) + proc_stat_field(15)) as f64 / USER_HZ
 }
 
 /// CPU seconds of this process's live threads, to the nanosecond (the first
@@ -525,8 +526,7 @@ fn thread_cpu_seconds() -> f64 {
 
 /// Page faults of this process so far: minor and major (minflt and majflt, fields 10 and 12).
 fn page_faults() -> (u64, u64) {
-    let f = proc_stat();
-    (f.get(6).copied().unwrap_or(0), f.get(8).copied().unwrap_or(0))
+    (proc_stat_field(10), proc_stat_field(12))
 }
 
 /// Clock ticks per second of /proc's CPU times: 100 on every Linux architecture this builds for.

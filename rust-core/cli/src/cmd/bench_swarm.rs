@@ -27,9 +27,12 @@ use libp2p::identity::Keypair;
 use libp2p::pnet::PreSharedKey;
 use serde_json::json;
 
+mod proc_self;
+
 use crate::args::{parse_bytes, CodingArgs, MembershipArgs};
 use crate::bench::{median, percentile};
 use crate::cluster::read_and_compare;
+use proc_self::{cpu_seconds, open_files_limit, page_faults, rss_bytes, thread_cpu_seconds};
 
 #[derive(Args)]
 pub(crate) struct BenchSwarmArgs {
@@ -228,13 +231,15 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     let view_us = median_us(50, |_| drop(std::hint::black_box(client_node.live_nodes())));
 
     // Restores: every object written, then each read back once.
-    let client_config = fragstate_client::ClientConfig { params, ..client_node.client_config(false) };
+    // A client's settings with the run's coding parameters (the measured cluster's and the control's).
+    let config_of = |node: &NetNode| fragstate_client::ClientConfig { params, ..node.client_config(false) };
+    let client_config = config_of(&client_node);
     // What ranking the lookup's k + m candidates over that view costs (rendezvous: every node scored).
     let view = client_node.live_nodes();
     let rank_us = median_us(50, |i| drop(std::hint::black_box(lookup_candidates(format!("swarm/obj-{i}").as_bytes(), &view, params.fragments(), client_config.placement))));
-    let client = Client::new(Arc::new(client_node.clone()), client_config.clone())?;
+    let client = Client::new(Arc::new(client_node.clone()), client_config)?;
     let control_client = match &control {
-        Some((_, node)) => Some(Client::new(Arc::new(node.clone()), fragstate_client::ClientConfig { params, ..node.client_config(false) })?),
+        Some((_, node)) => Some(Client::new(Arc::new(node.clone()), config_of(node))?),
         None => None,
     };
     let data = state_like(a.size as usize);
@@ -292,13 +297,13 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
     let first_round_share = (after.manifest_lookups_by_path - before.manifest_lookups_by_path) as f64 / lookups;
     let restore_median = restores.median_ms();
     eprintln!("{name}, {} nodes: restore median {restore_median:.1} ms, {requests_per_restore:.1} lookup requests each", a.nodes);
-    if control.is_some() {
+    let control_median = control.is_some().then(|| control_restores.median_ms());
+    if let Some(control_median) = control_median {
         eprintln!(
-            "{name}, {} nodes: the control cluster's ({} nodes) restores, alternating with these, median {:.1} ms: {:.2}× ",
+            "{name}, {} nodes: the control cluster's ({} nodes) restores, alternating with these, median {control_median:.1} ms: {:.2}× ",
             a.nodes,
             a.control_nodes,
-            control_restores.median_ms(),
-            restore_median / control_restores.median_ms()
+            restore_median / control_median
         );
     }
 
@@ -374,8 +379,7 @@ async fn run(a: &BenchSwarmArgs, params: fragstate_core::params::CodingParams) -
             row.extend(more);
         }
     }
-    if let (Some(row), true) = (row.as_object_mut(), control.is_some()) {
-        let control_median = control_restores.median_ms();
+    if let (Some(row), Some(control_median)) = (row.as_object_mut(), control_median) {
         row.extend([
             ("control_restore_median_ms".to_string(), json!(round(control_median, 1))),
             ("control_restore_p90_ms".to_string(), json!(round(control_restores.p90_ms(), 1))),
@@ -498,48 +502,3 @@ fn total(traffic: &[Traffic], f: &dyn Fn(&Traffic) -> u64) -> u64 {
 
 /// How often a long wait prints where it stands.
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
-
-/// Field `n` (1-based, as proc(5) counts) of /proc/self/stat, for `n` ≥ 3 (0 when absent).
-/// Every field after the command name counts, negative ones too (`tpgid` is -1
-/// without a controlling terminal: skipping it, as this did until 2026-12-08,
-/// shifted every later field by one, so "CPU" read stime + cutime).
-fn proc_stat_field(n: usize) -> u64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The command name may hold spaces and parentheses: fields start after the last ')', at field 3.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    rest.split_whitespace().nth(n.saturating_sub(3)).and_then(|x| x.parse().ok()).unwrap_or(0)
-}
-
-/// User plus system CPU seconds of this process (utime and stime, fields 14 and 15).
-fn cpu_seconds() -> f64 {
-    (proc_stat_field(14) + proc_stat_field(15)) as f64 / USER_HZ
-}
-
-/// CPU seconds of this process's live threads, to the nanosecond (the first
-/// field of each /proc/self/task/*/schedstat; 0 elsewhere): short windows,
-/// which /proc/self/stat's 10 ms units cannot resolve.
-fn thread_cpu_seconds() -> f64 {
-    let tasks = std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten();
-    let ns: u64 = tasks.filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok()?.split_whitespace().next()?.parse::<u64>().ok()).sum();
-    ns as f64 / 1e9
-}
-
-/// Page faults of this process so far: minor and major (minflt and majflt, fields 10 and 12).
-fn page_faults() -> (u64, u64) {
-    (proc_stat_field(10), proc_stat_field(12))
-}
-
-/// Clock ticks per second of /proc's CPU times: 100 on every Linux architecture this builds for.
-const USER_HZ: f64 = 100.0;
-
-/// The soft limit on open files of this process (/proc/self/limits; 0 when unknown).
-fn open_files_limit() -> u64 {
-    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
-    limits.lines().find_map(|l| l.strip_prefix("Max open files")).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0)
-}
-
-/// Resident bytes of this process (/proc/self/status VmRSS; 0 elsewhere).
-fn rss_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()).map_or(0, |kb| kb * 1024)
-}
